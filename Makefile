@@ -1,0 +1,35 @@
+# Every target creates or reuses the virtual environment first (torch 2.13.0, CPU build by default).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: install test test-all lint eval bench train clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)  ## the test command CI runs
+	$(PY) -m pytest -q -m "not slow"
+
+test-all: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+eval: $(STAMP)  ## the main job until the learners land: every baseline on dev
+	for a in stop random demonstrations; do $(PY) eval.py agent=$$a split=dev || exit 1; done
+
+bench: $(STAMP)
+	$(PY) -m blocks.bench env
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,126 @@
+"""Speed figures, printed (never asserted): ``python -m blocks.bench env``.
+
+The last line of each benchmark is one JSON object, so scripts can read the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+
+def _rate(work: Callable[[], int], min_seconds: float = 2.0) -> float:
+    """Units of work per second: ``work()`` returns how many units it did; repeated for ``min_seconds``."""
+    work()  # warm-up
+    done, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < min_seconds:
+        done += work()
+    return done / elapsed
+
+
+def _random_tasks(n: int, seed: int = 0):
+    """Boards of 20 blocks on a grid (no overlaps), each with one block moved: no corpus needed."""
+    from blocks.world.task import Task
+
+    rng = np.random.default_rng(seed)
+    cells = np.stack(np.meshgrid(np.linspace(-0.9, 0.9, 8), np.linspace(-0.9, 0.9, 8)), -1).reshape(-1, 2)
+    tasks = []
+    for _ in range(n):
+        start = cells[rng.choice(len(cells), 20, replace=False)] + rng.uniform(-0.02, 0.02, (20, 2))
+        goal = start.copy()
+        goal[rng.integers(20)] = rng.uniform(-0.9, 0.9, 2)
+        tasks.append(Task(start, goal, "logo" if rng.random() < 0.5 else "digit"))
+    return tasks
+
+
+def bench_env(batch: int = 4096, render_batch: int = 32, seconds: float = 2.0) -> dict[str, float]:
+    from blocks.render.history import FrameHistory
+    from blocks.render.renderer import Renderer
+    from blocks.world.geometry import STOP
+    from blocks.world.vector_env import VectorBlocksEnv
+
+    rng = np.random.default_rng(0)
+    tasks = _random_tasks(64)
+    batch_tasks = [tasks[i % len(tasks)] for i in range(batch)]
+    env = VectorBlocksEnv()  # shaped reward: problem + F1 + F2
+
+    def transitions() -> int:
+        env.reset(batch_tasks)
+        for _ in range(env.horizon):
+            env.step(rng.integers(STOP, size=batch))  # moves only: every board stays active for 40 steps
+        return batch * env.horizon
+
+    transitions_per_s = _rate(transitions, seconds)
+
+    renderer = Renderer(logos=False) if _no_textures() else Renderer()
+    history = FrameHistory(render_batch)
+    small = VectorBlocksEnv()
+    small.reset(tasks[:render_batch])
+    positions, present, logo = small.positions, small.present, small.logo
+    frames = np.empty((render_batch, 3, renderer.size, renderer.size), np.uint8)
+
+    def rendered_inputs() -> int:
+        renderer.render(positions, present, logo, out=frames)
+        history.push(frames)
+        history.stack()  # the model reads this view directly
+        return render_batch
+
+    def rendered_inputs_materialised() -> int:
+        renderer.render(positions, present, logo, out=frames)
+        history.push(frames)
+        np.ascontiguousarray(history.stack())
+        return render_batch
+
+    source = np.random.default_rng(1).integers(0, 255, history.stack().shape, np.uint8)
+    target = np.empty_like(source)
+
+    def copy_bound() -> int:
+        np.copyto(target, source)
+        return render_batch
+
+    figures = {
+        "transitions_per_s": transitions_per_s,
+        "rendered_inputs_per_s": _rate(rendered_inputs, seconds),
+        "rendered_materialised_inputs_per_s": _rate(rendered_inputs_materialised, seconds),
+        "copy_bound_inputs_per_s": _rate(copy_bound, seconds),
+    }
+    print(f"batched transitions (batch {batch}, shaped reward, no rendering): {transitions_per_s:,.0f} /s")
+    print(
+        f"rendered agent inputs (batch {render_batch}, 15x{renderer.size}x{renderer.size} uint8 history stack): "
+        f"{figures['rendered_inputs_per_s']:,.0f} /s "
+        f"({figures['rendered_materialised_inputs_per_s']:,.0f} /s when the stack is copied out)"
+    )
+    print(f"plain numpy copy of the same bytes: {figures['copy_bound_inputs_per_s']:,.0f} inputs/s")
+    return figures
+
+
+def _no_textures() -> bool:
+    from blocks.corpus.download import CorpusError, ensure_file
+
+    try:
+        ensure_file("textures/sri.png")
+    except CorpusError:
+        print("(logo textures unavailable: rendering plain faces)")
+        return True
+    return False
+
+
+BENCHMARKS = {"env": bench_env}
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(prog="python -m blocks.bench", description=__doc__)
+    parser.add_argument("which", choices=sorted(BENCHMARKS))
+    parser.add_argument("--seconds", type=float, default=2.0, help="time spent on each figure")
+    args = parser.parse_args(argv)
+    figures = BENCHMARKS[args.which](seconds=args.seconds)
+    print(json.dumps({k: round(v, 1) for k, v in figures.items()}))
+    return figures
+
+
+if __name__ == "__main__":
+    main()

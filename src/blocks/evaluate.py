@@ -1,0 +1,97 @@
+"""Run an agent over every example of a split and measure it (section 7 of docs/blocks-environment.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from blocks.agents.baselines import Agent
+from blocks.corpus.loader import Example
+from blocks.world.geometry import HORIZON
+from blocks.world.metrics import EpisodeResult, summarize
+from blocks.world.rewards import RewardConfig
+from blocks.world.vector_env import Frames, VectorBlocksEnv
+
+_NO_REWARD = RewardConfig(problem=False, f1=False, f2=False)  # evaluation needs no reward, nor plans for F2
+
+
+def run_episodes(
+    agent: Agent,
+    examples: Sequence[Example],
+    batch_size: int = 64,
+    seed: int = 0,
+    render_frames: Frames | None = None,
+    horizon: int = HORIZON,
+    progress: bool = True,
+    on_step: Callable[[VectorBlocksEnv, np.ndarray], None] | None = None,
+) -> list[EpisodeResult]:
+    """One episode per example, ``batch_size`` boards at a time; the evaluation is reward-free.
+
+    Batch ``k`` seeds the agent with ``seed + k`` so that results do not depend on anything but the seed.
+    """
+    if agent.needs_images and render_frames is None:
+        raise ValueError(f"{type(agent).__name__} needs images: pass render_frames")
+    env = VectorBlocksEnv(
+        reward=_NO_REWARD, horizon=horizon, render_frames=render_frames if agent.needs_images else None
+    )
+    results: list[EpisodeResult] = []
+    with tqdm(total=len(examples), desc=f"evaluate {type(agent).__name__}", disable=not progress) as bar:
+        for k, start in enumerate(range(0, len(examples), batch_size)):
+            batch = examples[start : start + batch_size]
+            observation, _ = env.reset([x.task for x in batch])
+            agent.begin([x.task for x in batch], seed=seed + k, instructions=[x.instruction for x in batch])
+            while not env.all_done:
+                actions = agent.act(observation)
+                observation, *_ = env.step(actions)
+                if on_step is not None:
+                    on_step(env, actions)
+            results.extend(env.results())
+            bar.update(len(batch))
+    return results
+
+
+def evaluate(agent: Agent, examples: Sequence[Example], **kwargs) -> dict[str, float | int]:
+    """The summary figures (mean/median error and min distance, steps, horizon and goal rates)."""
+    return summarize(run_episodes(agent, examples, **kwargs))
+
+
+def evaluate_from_config(cfg) -> dict[str, float | int | str]:
+    """What ``eval.py`` does: build the agent, run the split, print and save the figures as JSON.
+
+    The last line on stdout is the JSON object; the same object goes to ``metrics.json`` in the run folder.
+    """
+    import json
+    from pathlib import Path
+
+    import hydra
+    from omegaconf import OmegaConf
+
+    from blocks.corpus.loader import load_split
+
+    agent = hydra.utils.instantiate(cfg.agent)
+    examples = load_split(cfg.split, cfg.data.root)
+    render_frames = None
+    if agent.needs_images:
+        from blocks.render.renderer import Renderer
+
+        render_frames = Renderer(cfg.data.root, cfg.data.image_size).render
+    summary = evaluate(
+        agent,
+        examples,
+        batch_size=cfg.batch_size,
+        seed=cfg.seed,
+        render_frames=render_frames,
+        progress=cfg.progress,
+    )
+    name = (
+        OmegaConf.select(cfg, "agent_name")
+        or hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
+    )
+    record = {"split": cfg.split, "agent": name, **summary}
+    output = Path(cfg.paths.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(record), flush=True)
+    return record

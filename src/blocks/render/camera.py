@@ -1,0 +1,34 @@
+"""The overhead perspective camera of the release (section 8 of docs/blocks-environment.md)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+CAMERA_HEIGHT = 2.265
+CAMERA_X_OFFSET = -0.03
+VERTICAL_FOV_DEG = 60.0
+
+
+@dataclass(frozen=True)
+class Camera:
+    """Projects board points (x, z) at height h to pixel (row, column) in a square image of ``size`` pixels."""
+
+    size: int = 120
+
+    @property
+    def focal(self) -> float:
+        """Focal length in pixels: 103.92 for 120 px."""
+        return (self.size / 2) / math.tan(math.radians(VERTICAL_FOV_DEG / 2))
+
+    def project(self, x: np.ndarray, z: np.ndarray, height: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Continuous (row, column) of points; +x goes right, +z goes up in the image."""
+        scale = self.focal / (CAMERA_HEIGHT - height)
+        column = self.size / 2 + scale * (np.asarray(x) - CAMERA_X_OFFSET)
+        row = self.size / 2 - scale * np.asarray(z)
+        return row, column
+
+    def pixels_per_unit(self, height: float = 0.0) -> float:
+        return self.focal / (CAMERA_HEIGHT - height)

@@ -1,0 +1,68 @@
+"""Board geometry and the 81 actions (section 1-2 of docs/blocks-environment.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+BLOCK_SIDE = 0.1524  # L: side of a block, the unit of every reported distance
+STEP = 0.1  # s: one move, 0.04 of the 2.5-unit board
+BOARD_HALF = 1.25  # the board spans [-1.25, 1.25] on x and z
+COLLISION_TOLERANCE = 0.002
+COLLISION_REACH = BLOCK_SIDE + COLLISION_TOLERANCE  # centres closer than this on both axes overlap
+MAX_BLOCKS = 20
+NUM_DIRECTIONS = 4  # moves; the direction head has a fifth output, STOP
+STOP_DIRECTION = 4
+NUM_ACTIONS = MAX_BLOCKS * NUM_DIRECTIONS + 1  # 81
+STOP = NUM_ACTIONS - 1  # 80
+HORIZON = 40
+
+# dir 0: left (x - s), 1: right (x + s), 2: up (z + s), 3: down (z - s), as seen in the image.
+DIRECTION_NAMES = ("left", "right", "up", "down", "stop")
+DIRECTION_DELTAS = np.array([[-STEP, 0.0], [STEP, 0.0], [0.0, STEP], [0.0, -STEP]])
+
+
+class InvalidActionError(ValueError):
+    """An action that is not an integer id in [0, 80]."""
+
+
+def action_id(block: int, direction: int) -> int:
+    """Action id of moving ``block`` in ``direction`` (0..3), or STOP for direction 4."""
+    if direction == STOP_DIRECTION:
+        return STOP
+    if not (0 <= block < MAX_BLOCKS and 0 <= direction < NUM_DIRECTIONS):
+        raise InvalidActionError(f"no action moves block {block} in direction {direction}")
+    return block * NUM_DIRECTIONS + direction
+
+
+def validate_actions(actions: object, batch_size: int | None = None) -> np.ndarray:
+    """Integer array of action ids, or a clear error for anything else (floats, bools, out of range)."""
+    array = np.asarray(actions)
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        raise InvalidActionError(
+            f"actions must be integers in [0, {STOP}], got dtype {array.dtype}: {actions!r}"
+        )
+    if batch_size is not None and array.shape != (batch_size,):
+        raise InvalidActionError(
+            f"expected {batch_size} actions (shape ({batch_size},)), got shape {array.shape}"
+        )
+    if array.size and (array.min() < 0 or array.max() > STOP):
+        bad = array[(array < 0) | (array > STOP)]
+        raise InvalidActionError(f"actions must lie in [0, {STOP}], got {bad.tolist()}")
+    return array.astype(np.int64, copy=False)
+
+
+def split_actions(actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(block, direction) of each action id; STOP gives block -1 and direction 4."""
+    actions = np.asarray(actions)
+    is_stop = actions == STOP
+    block = np.where(is_stop, -1, actions // NUM_DIRECTIONS)
+    direction = np.where(is_stop, STOP_DIRECTION, actions % NUM_DIRECTIONS)
+    return block, direction
+
+
+def describe_action(action: int) -> str:
+    """Human-readable action, e.g. 'block 3 up' or 'STOP'."""
+    if action == STOP:
+        return "STOP"
+    block, direction = divmod(int(action), NUM_DIRECTIONS)
+    return f"block {block} {DIRECTION_NAMES[direction]}"

@@ -1,0 +1,125 @@
+"""Shortest-path demonstrations (section 5 of docs/blocks-environment.md).
+
+Only the block that moves between start and goal is planned for. A* searches the grid of its start position
+plus multiples of the step (81 x 81 cells), four neighbours in direction order, cost = moves * s, heuristic =
+Euclidean distance to the goal position. Cells overlapping another block (at its start position) are blocked;
+there is no board bound. Because the goal is almost never on the grid, the target is the cell within 40 moves
+that lies closest to the goal position. Plans are deterministic and cached by (start, goal).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from blocks.world.geometry import DIRECTION_DELTAS, HORIZON, NUM_DIRECTIONS, STEP, STOP
+from blocks.world.task import Task
+from blocks.world.transitions import overlaps
+
+MOVED_THRESHOLD = 0.01
+GRID_RADIUS = 40  # cells each side of the start: 81 x 81
+_CELL_STEPS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])  # the four directions, in grid cells
+
+
+@dataclass(frozen=True, eq=False)
+class Demonstration:
+    """The moved block, its positions ``points (K+1, 2)`` and the actions ``(K moves, then STOP unless K = 40)``.
+
+    ``points[k]`` is where the block stands before ``actions[k]``.
+    """
+
+    block: int
+    points: np.ndarray
+    actions: np.ndarray
+
+    @property
+    def num_moves(self) -> int:
+        return len(self.points) - 1
+
+
+def moved_block(task: Task) -> int:
+    """The first block whose start-to-goal distance exceeds 0.01 (0 when none moves)."""
+    moved = np.flatnonzero(np.linalg.norm(task.goal - task.start, axis=1) > MOVED_THRESHOLD)
+    return int(moved[0]) if len(moved) else 0
+
+
+def plan(task: Task, max_moves: int = HORIZON) -> Demonstration:
+    """A* shortest path of the moved block to the reachable cell nearest its goal."""
+    block = moved_block(task)
+    origin = task.start[block]
+    goal = task.goal[block]
+    others = np.delete(task.start, block, axis=0)
+
+    offsets = np.arange(-GRID_RADIUS, GRID_RADIUS + 1)
+    grid = origin + STEP * np.stack(np.meshgrid(offsets, offsets, indexing="ij"), axis=-1)  # [i, j] -> (x, z)
+    blocked = overlaps(grid, others).any(axis=-1) if len(others) else np.zeros(grid.shape[:2], dtype=bool)
+    heuristic = np.linalg.norm(grid - goal, axis=-1)
+
+    start = (GRID_RADIUS, GRID_RADIUS)
+    moves = {start: 0}
+    parent: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
+    tie = itertools.count()
+    frontier = [(heuristic[start], next(tie), start)]
+    best, best_gap = start, heuristic[start]
+    closed = set()
+    while frontier:
+        f, _, cell = heapq.heappop(frontier)
+        # Every cell still open has f >= this f; one closer to the goal than ``best`` would need more moves
+        # than allowed, so nothing left can win.
+        if f - best_gap > max_moves * STEP + 1e-9:
+            break
+        if cell in closed:
+            continue
+        closed.add(cell)
+        if heuristic[cell] < best_gap:
+            best, best_gap = cell, heuristic[cell]
+        g = moves[cell]
+        if g == max_moves:
+            continue
+        for direction in range(NUM_DIRECTIONS):
+            nxt = (cell[0] + _CELL_STEPS[direction, 0], cell[1] + _CELL_STEPS[direction, 1])
+            if not (0 <= nxt[0] < grid.shape[0] and 0 <= nxt[1] < grid.shape[1]) or blocked[nxt]:
+                continue
+            if g + 1 < moves.get(nxt, max_moves + 1):
+                moves[nxt] = g + 1
+                parent[nxt] = (cell, direction)
+                heapq.heappush(frontier, ((g + 1) * STEP + heuristic[nxt], next(tie), nxt))
+
+    directions = []
+    cell = best
+    while cell != start:
+        cell, direction = parent[cell]
+        directions.append(direction)
+    directions.reverse()
+    points = origin + np.cumsum(np.vstack([[0.0, 0.0], DIRECTION_DELTAS[directions]]), axis=0)
+    actions = [block * NUM_DIRECTIONS + d for d in directions]
+    if len(directions) < max_moves:
+        actions.append(STOP)
+    return Demonstration(block, points, np.array(actions, dtype=np.int64))
+
+
+class DemonstrationCache:
+    """Plans computed once per distinct (start, goal): training never replans."""
+
+    def __init__(self) -> None:
+        self._plans: dict[bytes, Demonstration] = {}
+
+    def __call__(self, task: Task) -> Demonstration:
+        key = task.key()
+        if key not in self._plans:
+            self._plans[key] = plan(task)
+        return self._plans[key]
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+
+default_cache = DemonstrationCache()
+
+
+def demonstration(task: Task) -> Demonstration:
+    """The cached demonstration of ``task``."""
+    return default_cache(task)

@@ -1,0 +1,67 @@
+"""The deterministic transition of a batch of boards (section 3 of docs/blocks-environment.md).
+
+Boards are padded to ``MAX_BLOCKS``: ``positions`` is ``(N, 20, 2)`` and ``present`` ``(N, 20)`` marks the real
+blocks. Every environment (single, vectorised) goes through :func:`apply_actions`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from blocks.world.geometry import (
+    BOARD_HALF,
+    COLLISION_REACH,
+    DIRECTION_DELTAS,
+    MAX_BLOCKS,
+    NUM_DIRECTIONS,
+    STOP,
+)
+
+
+def overlaps(candidates: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Whether squares centred at ``candidates (..., 2)`` overlap squares at ``others (..., K, 2)``.
+
+    The closed-interval rule of the release's planner: |dx| <= L + 0.002 and |dz| <= L + 0.002.
+    Returns ``(..., K)`` booleans.
+    """
+    gap = np.abs(others - candidates[..., None, :])
+    return (gap <= COLLISION_REACH).all(axis=-1)
+
+
+def apply_actions(
+    positions: np.ndarray, present: np.ndarray, actions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Apply one action per board; returns (new positions, failed) without touching the inputs.
+
+    A move fails, and leaves its board unchanged, when the block would leave the board (strictly beyond
+    +-1.25) or overlap another present block. STOP and moves of absent blocks change nothing and never fail.
+    ``actions`` must already be valid ids (see ``geometry.validate_actions``).
+    """
+    n = positions.shape[0]
+    rows = np.arange(n)
+    is_move = actions != STOP
+    block = np.where(is_move, actions // NUM_DIRECTIONS, 0)
+    direction = np.where(is_move, actions % NUM_DIRECTIONS, 0)
+    moving = is_move & present[rows, block]
+
+    target = positions[rows, block] + DIRECTION_DELTAS[direction]
+    off_board = (np.abs(target) > BOARD_HALF).any(axis=1)
+    others = present.copy()
+    others[rows, block] = False
+    collision = (overlaps(target, positions) & others).any(axis=1)
+    failed = moving & (off_board | collision)
+    succeeded = moving & ~failed
+
+    new_positions = positions.copy()
+    new_positions[rows[succeeded], block[succeeded]] = target[succeeded]
+    return new_positions, failed
+
+
+def pad_boards(boards: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Stack boards of 1..20 blocks into padded ``(N, 20, 2)`` positions and a ``(N, 20)`` presence mask."""
+    positions = np.zeros((len(boards), MAX_BLOCKS, 2))
+    present = np.zeros((len(boards), MAX_BLOCKS), dtype=bool)
+    for i, board in enumerate(boards):
+        positions[i, : len(board)] = board
+        present[i, : len(board)] = True
+    return positions, present

@@ -1,0 +1,88 @@
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from blocks.world.env import BlocksEnv
+from blocks.world.geometry import HORIZON, STOP, InvalidActionError, action_id
+from blocks.world.planner import plan
+from blocks.world.task import Task
+from blocks.world.vector_env import VectorBlocksEnv
+
+
+@pytest.fixture
+def env(renderer, two_block_task):
+    other = Task(
+        np.array([[0.2, 0.3], [0.6, -0.6], [-0.4, 0.1]]),
+        np.array([[0.2, 0.3], [0.6, -0.6], [0.4, 0.1]]),
+        "logo",
+    )
+    return BlocksEnv([two_block_task, other], renderer.render, instructions=["move 1 right", "move 3 right"])
+
+
+def test_check_env_passes(env):
+    check_env(env, skip_render_check=False)
+
+
+def test_stop_terminates_and_horizon_truncates(env):
+    obs, info = env.reset(seed=0, options={"index": 0})
+    assert obs.shape == (120, 120, 3) and obs.dtype == np.uint8
+    assert info["instruction"] == "move 1 right" and info["error"] == pytest.approx(0.5 / 0.1524)
+    _, _, terminated, truncated, _ = env.step(STOP)
+    assert terminated and not truncated
+    with pytest.raises(RuntimeError, match="ended"):
+        env.step(STOP)
+    env.reset(options={"index": 0})
+    for t in range(HORIZON):
+        _, _, terminated, truncated, info = env.step(action_id(5, 0))  # absent block: a no-op move
+        assert not terminated and truncated == (t == HORIZON - 1)
+
+
+def test_render_matches_observation_and_changes_when_a_block_moves(env):
+    obs, _ = env.reset(options={"index": 0})
+    assert np.array_equal(env.render(), obs)
+    moved, *_ = env.step(action_id(0, 1))
+    assert not np.array_equal(moved, obs)
+
+
+def test_invalid_actions_raise(env):
+    env.reset(options={"index": 0})
+    for bad in (81, -1, 2.5):
+        with pytest.raises(InvalidActionError):
+            env.step(bad)
+
+
+def test_vector_env_matches_single_env(renderer, two_block_task):
+    """Both environments run the same transitions and rewards: replaying random actions gives equal results."""
+    tasks = [two_block_task, Task(np.array([[0.0, 0.0], [0.2, 0.0]]), np.array([[0.0, 0.5], [0.2, 0.0]]))]
+    rng = np.random.default_rng(0)
+    actions = rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 40], size=(12, 2))
+    vector = VectorBlocksEnv(render_frames=renderer.render)
+    vector.reset(tasks)
+    vector_rewards = np.array([vector.step(a)[1] for a in actions])
+    for i, task in enumerate(tasks):
+        single = BlocksEnv([task], renderer.render)
+        single.reset(options={"index": 0})
+        rewards = [single.step(int(a))[1] for a in actions[:, i]]
+        assert np.allclose(rewards, vector_rewards[:, i])
+        assert np.array_equal(single.render(), vector.frames[i].transpose(1, 2, 0))
+
+
+def test_finished_boards_ignore_actions_and_report_results(two_block_task):
+    env = VectorBlocksEnv()
+    env.reset([two_block_task, two_block_task])
+    demo = plan(two_block_task).actions
+    _, reward, terminated, _, _ = env.step([STOP, demo[0]])
+    assert terminated.tolist() == [True, False]
+    for a in demo[1:]:
+        _, reward, terminated, _, info = env.step([action_id(0, 1), a])
+        assert reward[0] == 0.0 and not info["active"][0]
+    assert env.all_done
+    first, second = env.results()
+    assert first.steps == 1 and first.error == pytest.approx(0.5 / 0.1524) and not first.reached_goal
+    assert second.steps == 6 and second.error == pytest.approx(0.0, abs=1e-9) and second.reached_goal
+    assert second.min_distance == pytest.approx(0.0, abs=1e-9) and not second.hit_horizon
+
+
+def test_step_before_reset_raises():
+    with pytest.raises(RuntimeError, match="reset"):
+        VectorBlocksEnv().step([STOP])

@@ -1,0 +1,94 @@
+"""The paper's non-learned rows on the real dev split, and the eval command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from blocks.agents import DemonstrationAgent, RandomAgent, StopAgent
+from blocks.corpus.loader import Example, load_split
+from blocks.evaluate import evaluate
+from blocks.world.task import Task
+
+from .conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def dev(corpus_root):
+    return load_split("dev", corpus_root)
+
+
+def test_stop_reproduces_the_paper(dev):
+    figures = evaluate(StopAgent(), dev, progress=False)
+    assert figures["n"] == 1719
+    assert 5.93 <= round(figures["mean_error"], 2) <= 5.95
+    assert 5.69 <= round(figures["median_error"], 2) <= 5.71
+
+
+def test_demonstrations_reproduce_the_paper(dev):
+    figures = evaluate(DemonstrationAgent(), dev, progress=False)
+    assert figures["mean_error"] == pytest.approx(0.349, abs=0.005)
+    assert figures["median_error"] == pytest.approx(0.302, abs=0.005)
+    assert figures["mean_steps"] - 1 == pytest.approx(14.19, abs=0.05)  # moves, STOP excluded
+
+
+def test_random_reproduces_the_paper(dev):
+    figures = evaluate(RandomAgent(seed=0), dev, progress=False)
+    assert abs(figures["mean_error"] - 15.3) < 0.5
+    assert abs(figures["mean_min_distance"] - 5.92) < 0.3
+
+
+def test_demonstrations_on_train(corpus_root):
+    figures = evaluate(DemonstrationAgent(), load_split("train", corpus_root), progress=False)
+    assert figures["mean_error"] == pytest.approx(0.328, abs=0.005)
+    assert figures["median_error"] == pytest.approx(0.304, abs=0.005)
+    assert figures["mean_steps"] - 1 == pytest.approx(14.51, abs=0.05)
+
+
+def test_random_is_repeatable_with_a_seed(two_block_task):
+    examples = [Example(f"x/{i}", "", (), two_block_task, 0, 0) for i in range(5)]
+    first = evaluate(RandomAgent(seed=3), examples, progress=False)
+    assert evaluate(RandomAgent(seed=3), examples, progress=False) == first
+
+
+def test_eval_command_prints_and_writes_json(corpus_root, tmp_path):
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "eval.py", "agent=stop", "split=dev", "progress=false"],
+        cwd=REPO, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    record = json.loads(out.stdout.strip().splitlines()[-1])
+    keys = {"split", "agent", "n", "mean_error", "median_error", "mean_min_distance", "median_min_distance",
+            "mean_steps", "horizon_rate", "goal_rate"}  # fmt: skip
+    assert set(record) == keys and record["agent"] == "stop" and record["n"] == 1719
+    (metrics,) = (tmp_path / "logs").rglob("metrics.json")
+    assert json.loads(metrics.read_text()) == record
+
+
+def test_eval_command_rejects_unknown_agent():
+    out = subprocess.run(
+        [sys.executable, "eval.py", "agent=oracle"], cwd=REPO, capture_output=True, text=True
+    )
+    assert out.returncode != 0 and "oracle" in out.stderr and "demonstrations" in out.stderr
+
+
+def test_render_command_writes_pngs(corpus_root, tmp_path):
+    import cv2
+
+    out = subprocess.run(
+        [sys.executable, "-m", "blocks.render", "split=dev", "index=0", f"out={tmp_path}", f"data_root={corpus_root}"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "instruction:" in out.stdout
+    start, goal = cv2.imread(str(tmp_path / "dev_0_start.png")), cv2.imread(str(tmp_path / "dev_0_goal.png"))
+    assert start.shape == (480, 480, 3) and not np.array_equal(start, goal)
+
+
+def test_tasks_of_one_example_are_consistent(dev):
+    x = dev[0]
+    assert isinstance(x.task, Task) and x.task.num_blocks == 20 and x.decoration == "digit"
