@@ -1,0 +1,86 @@
+"""The paper's contextual-bandit policy gradient, and REINFORCE as its return-to-go variant.
+
+Each training batch is a fresh rollout of the current policy (see ``RolloutStream``). The update maximises the
+immediate shaped reward of each sampled action:
+
+    loss = -mean_t[ r_t * (log p_block(b_t) + log p_dir(d_t)) ] - entropy_coef * mean_t[ H(p_block) + H(p_dir) ]
+
+With ``return_to_go=True`` r_t becomes the sum of rewards to the end of the episode (no baseline): REINFORCE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from blocks.learn.base import PolicyLearner
+from blocks.learn.rollout import Rollout, gather_stacks
+
+
+class BanditLearner(PolicyLearner):
+    kind = "bandit"
+
+    def __init__(
+        self,
+        vocabulary: list[str],
+        network: dict[str, Any] | None = None,
+        lr: float = 2.5e-4,
+        entropy_coef: float = 0.1,
+        return_to_go: bool = False,
+        init_checkpoint: str | None = None,
+        reset_direction_head: bool = True,
+        **extra: Any,
+    ):
+        super().__init__(vocabulary, network, lr, entropy_coef=entropy_coef, return_to_go=return_to_go,
+                         init_checkpoint=init_checkpoint, reset_direction_head=reset_direction_head, **extra)  # fmt: skip
+        if entropy_coef < 0:
+            raise ValueError(f"model.entropy_coef must be >= 0, got {entropy_coef}")
+        self.frames_seen = 0
+        if init_checkpoint:
+            self.initialise_from(init_checkpoint, reset_direction_head)
+
+    def initialise_from(self, path: str, reset_direction_head: bool) -> None:
+        """Start from another learner's policy (the supervised model), optionally with a fresh direction layer."""
+        state = torch.load(path, map_location="cpu", weights_only=False)["state_dict"]
+        policy_state = {k.removeprefix("policy."): v for k, v in state.items() if k.startswith("policy.")}
+        self.policy.load_state_dict(policy_state)
+        if reset_direction_head:
+            self.policy.reset_direction_head()
+
+    def on_fit_start(self) -> None:
+        self.trainer.datamodule.attach_policy(self.policy)
+
+    def training_step(self, rollout: Rollout, batch_idx: int) -> torch.Tensor:
+        steps, boards = rollout.active.nonzero(as_tuple=True)
+        images = gather_stacks(
+            rollout.frames, steps, boards, self.policy.image_encoder.convs[0].in_channels // 3
+        )
+        text = self.policy.encode_instruction(rollout.tokens, rollout.lengths)[boards]
+        distribution = self.policy(images, text, rollout.previous_action[steps, boards])
+        log_prob = distribution.log_prob_parts(rollout.block[steps, boards], rollout.direction[steps, boards])
+        signal = rollout.returns_to_go() if self.hparams.return_to_go else rollout.reward
+        signal = signal[steps, boards]
+        entropy = distribution.entropy()
+        loss = -(signal * log_prob).mean() - self.hparams.entropy_coef * entropy.mean()
+
+        self.frames_seen += len(steps)
+        self.log_dict(
+            {
+                "train/loss": loss,
+                "train/reward": rollout.reward[steps, boards].mean(),
+                "train/entropy": entropy.mean(),
+                "train/rollout_error": rollout.final_error.mean(),
+                "train/rollout_steps": rollout.active.sum(0).float().mean(),
+                "train/frames": float(self.frames_seen),
+            },
+            batch_size=rollout.active.shape[1],
+        )
+        self.log("reward", rollout.reward[steps, boards].mean(), prog_bar=True, logger=False, batch_size=1)
+        return loss
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["frames_seen"] = self.frames_seen
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.frames_seen = int(checkpoint.get("frames_seen", 0))

@@ -1,0 +1,97 @@
+"""What every learner shares: the policy backbone, its checkpointed hyperparameters, and validation.
+
+Validation rolls out the greedy policy on the tuning split and logs the distance error (``val/mean_error``,
+the checkpoint monitor) with torchmetrics, which also gathers it across DDP ranks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from torchmetrics import CatMetric
+
+from blocks.agents.policy import PolicyAgent
+from blocks.evaluate import run_episodes
+from blocks.model.policy import PolicyNetwork
+
+
+class PolicyLearner(pl.LightningModule):
+    """A LightningModule around :class:`PolicyNetwork`; subclasses define the training step."""
+
+    kind = "base"
+
+    def __init__(
+        self,
+        vocabulary: list[str],
+        network: dict[str, Any] | None = None,
+        lr: float = 1e-3,
+        **extra: Any,
+    ):
+        super().__init__()
+        if lr <= 0:
+            raise ValueError(f"model.lr must be positive, got {lr}")
+        # Everything needed to rebuild the network is saved, so load_from_checkpoint(path) needs no arguments.
+        self.save_hyperparameters()
+        self.hparams["network"] = dict(network or {})
+        self.hparams["kind"] = self.kind
+        self.policy = PolicyNetwork(vocab_size=len(vocabulary), **self.hparams.network)
+        self.val_errors = CatMetric()
+        self.val_min_distances = CatMetric()
+        self.val_steps = CatMetric()
+        self.val_horizon = CatMetric()
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+    def agent(self, greedy: bool = True) -> PolicyAgent:
+        network = self.hparams.network
+        return PolicyAgent(
+            self.policy,
+            self.hparams.vocabulary,
+            frames=network.get("frames", 5),
+            image_size=network.get("image_size", 120),
+            greedy=greedy,
+        )
+
+    def validation_step(self, indices: list[int], batch_idx: int) -> None:
+        datamodule = self.trainer.datamodule
+        examples = [datamodule.val_examples[i] for i in indices]
+        results = run_episodes(
+            self.agent(greedy=True), examples, batch_size=len(examples), render_frames=datamodule.renderer.render,
+            progress=False,
+        )  # fmt: skip
+        as_tensor = lambda key: torch.tensor([getattr(r, key) for r in results], dtype=torch.float32)  # noqa: E731
+        self.val_errors.update(as_tensor("error"))
+        self.val_min_distances.update(as_tensor("min_distance"))
+        self.val_steps.update(as_tensor("steps"))
+        self.val_horizon.update(as_tensor("hit_horizon"))
+
+    def on_validation_epoch_end(self) -> None:
+        errors = self.val_errors.compute()
+        figures = {
+            "val/mean_error": errors.mean(),
+            "val/median_error": errors.median(),
+            "val/mean_min_distance": self.val_min_distances.compute().mean(),
+            "val/mean_steps": self.val_steps.compute().mean(),
+            "val/horizon_rate": self.val_horizon.compute().mean(),
+        }
+        # The metrics already gathered every rank's episodes: the all-reduce below averages equal values.
+        self.log_dict(figures, prog_bar=False, sync_dist=True)
+        self.log("val_error", figures["val/mean_error"], prog_bar=True, logger=False, sync_dist=True)
+        for metric in (self.val_errors, self.val_min_distances, self.val_steps, self.val_horizon):
+            metric.reset()
+
+
+def load_learner(path: str, map_location: str | torch.device = "cpu") -> PolicyLearner:
+    """Any learner's checkpoint, whatever its kind, with one call."""
+    from blocks.learn.bandit import BanditLearner
+    from blocks.learn.supervised import SupervisedLearner
+
+    checkpoint = torch.load(path, map_location=map_location, weights_only=False)
+    kinds = {cls.kind: cls for cls in (SupervisedLearner, BanditLearner)}
+    kind = checkpoint.get("hyper_parameters", {}).get("kind")
+    if kind not in kinds:
+        raise ValueError(f"{path} is not a blocks learner checkpoint (kind {kind!r})")
+    return kinds[kind].load_from_checkpoint(path, map_location=map_location)

@@ -1,0 +1,318 @@
+"""LightningDataModules: demonstration (context, action) pairs for supervised learning, and on-policy rollouts.
+
+Both load the corpus, build the vocabulary from the 11,196 training examples, and validate on the tuning split
+(675 examples) by rolling out the greedy policy. Everything runs in the main process: rendering is cheap numpy
+and workers would fight the two cores for little gain.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, IterableDataset
+
+from blocks.agents.policy import pad_token_ids
+from blocks.corpus.loader import Example, load_split
+from blocks.corpus.text import Vocabulary
+from blocks.learn.rollout import Rollout, collect_rollout
+from blocks.model.policy import PolicyNetwork
+from blocks.render.renderer import Renderer
+from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
+from blocks.world.planner import demonstration
+from blocks.world.rewards import RewardConfig
+from blocks.world.vector_env import VectorBlocksEnv
+
+
+def distributed_rank() -> tuple[int, int]:
+    """(rank, world size) of this process; (0, 1) outside DDP."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+class BlocksDataModule(pl.LightningDataModule):
+    """Corpus, vocabulary, renderer and the validation stream shared by both learners."""
+
+    def __init__(
+        self,
+        root: str | None = None,
+        image_size: int = 120,
+        frames: int = 5,
+        max_train_examples: int | None = None,
+        max_val_examples: int | None = None,
+        val_batch_size: int = 128,
+        seed: int = 0,
+    ):
+        super().__init__()
+        self.root = root
+        self.image_size = image_size
+        self.frames = frames
+        self.max_train_examples = max_train_examples
+        self.max_val_examples = max_val_examples
+        self.val_batch_size = val_batch_size
+        self.seed = seed
+
+    @cached_property
+    def vocabulary(self) -> Vocabulary:
+        """Built from all 11,196 training examples, whatever subset is trained on, so checkpoints agree."""
+        return Vocabulary.build(x.tokens for x in load_split("train", self.root, exclude_tune=True))
+
+    @cached_property
+    def train_examples(self) -> list[Example]:
+        examples = load_split("train", self.root, exclude_tune=True)
+        if self.max_train_examples is not None:
+            order = np.random.default_rng(self.seed).permutation(len(examples))[: self.max_train_examples]
+            examples = [examples[i] for i in sorted(order)]
+        return examples
+
+    @cached_property
+    def val_examples(self) -> list[Example]:
+        examples = load_split("tune", self.root)
+        return examples[: self.max_val_examples] if self.max_val_examples is not None else examples
+
+    @cached_property
+    def renderer(self) -> Renderer:
+        return Renderer(self.root, self.image_size)
+
+    def token_ids(self, examples: Sequence[Example]) -> list[list[int]]:
+        return [self.vocabulary.encode(x.tokens) or [self.vocabulary.unk_id] for x in examples]
+
+    def val_dataloader(self) -> DataLoader:
+        """Batches of tuning-example indices; the learner rolls out its greedy policy on them."""
+        return DataLoader(range(len(self.val_examples)), batch_size=self.val_batch_size, collate_fn=list)
+
+
+# -- supervised: demonstration pairs ------------------------------------------------------------------------------
+class DemonstrationSteps(Dataset):
+    """Every (example, step) of the demonstrations; the agent context is rendered when a batch is collated.
+
+    The context at step t uses the demonstration's own previous images and previous action. Labels are the gold
+    block and the direction, or STOP (whose block label is the gold block).
+    """
+
+    def __init__(
+        self, examples: Sequence[Example], token_ids: Sequence[list[int]], renderer: Renderer, frames: int = 5
+    ):
+        self.examples = examples
+        self.token_ids = token_ids
+        self.renderer = renderer
+        self.frames = frames
+        self.plans = [demonstration(x.task) for x in examples]
+        self.index = np.array(
+            [(i, t) for i, p in enumerate(self.plans) for t in range(len(p.actions))], np.int64
+        )
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        return int(self.index[i, 0]), int(self.index[i, 1])
+
+    def collate(self, items: Sequence[tuple[int, int]]) -> dict[str, torch.Tensor]:
+        n, k = len(items), self.frames
+        positions = np.zeros((n, k, MAX_BLOCKS, 2))
+        present = np.zeros((n, k, MAX_BLOCKS), bool)
+        exists = np.zeros((n, k), bool)
+        logo = np.zeros((n, k), bool)
+        previous = np.full(n, -1, np.int64)
+        block = np.zeros(n, np.int64)
+        direction = np.zeros(n, np.int64)
+        for row, (i, t) in enumerate(items):
+            task, plan = self.examples[i].task, self.plans[i]
+            m = task.num_blocks
+            for j in range(k):
+                step = t - (k - 1) + j
+                if step < 0:
+                    continue
+                exists[row, j] = True
+                positions[row, j, :m] = task.start
+                positions[row, j, plan.block] = plan.points[step]
+                present[row, j, :m] = True
+                logo[row, j] = task.decoration == "logo"
+            action = int(plan.actions[t])
+            previous[row] = plan.actions[t - 1] if t > 0 else -1
+            block[row] = plan.block
+            direction[row] = STOP_DIRECTION if action == STOP else action % 4
+        images = np.zeros((n * k, 3, self.renderer.size, self.renderer.size), np.uint8)
+        flat = exists.reshape(-1)
+        images[flat] = self.renderer.render(
+            positions.reshape(n * k, MAX_BLOCKS, 2)[flat],
+            present.reshape(n * k, MAX_BLOCKS)[flat],
+            logo.reshape(-1)[flat],
+        )
+        tokens, lengths = pad_token_ids([self.token_ids[i] for i, _ in items])
+        return {
+            "images": torch.from_numpy(images.reshape(n, k * 3, self.renderer.size, self.renderer.size)),
+            "tokens": tokens,
+            "lengths": lengths,
+            "previous_action": torch.from_numpy(previous),
+            "block": torch.from_numpy(block),
+            "direction": torch.from_numpy(direction),
+        }
+
+
+class DemonstrationDataModule(BlocksDataModule):
+    """Shuffled mini-batches of demonstration pairs (Lightning shards them under DDP with its sampler)."""
+
+    def __init__(self, batch_size: int = 32, demonstration_fraction: float = 1.0, **kwargs):
+        super().__init__(**kwargs)
+        if not 0.0 <= demonstration_fraction <= 1.0:
+            raise ValueError(f"data.demonstration_fraction must lie in [0, 1], got {demonstration_fraction}")
+        self.batch_size = batch_size
+        self.demonstration_fraction = demonstration_fraction
+
+    @cached_property
+    def steps(self) -> DemonstrationSteps:
+        examples = self.train_examples
+        keep = round(self.demonstration_fraction * len(examples))
+        if keep == 0:
+            raise ValueError("data.demonstration_fraction leaves no demonstrations to learn from")
+        chosen = np.sort(np.random.default_rng(self.seed).permutation(len(examples))[:keep])
+        examples = [examples[i] for i in chosen]
+        return DemonstrationSteps(examples, self.token_ids(examples), self.renderer, self.frames)
+
+    def train_dataloader(self) -> DataLoader:
+        generator = torch.Generator().manual_seed(self.seed)
+        return DataLoader(
+            self.steps,
+            batch_size=self.batch_size,
+            shuffle=True,
+            collate_fn=self.steps.collate,
+            generator=generator,
+        )
+
+
+# -- bandit: on-policy rollouts ------------------------------------------------------------------------------------
+class RolloutStream(IterableDataset):
+    """Yields rollouts of the current policy, each a training batch; an epoch visits every example once.
+
+    Under DDP every rank takes its own shard of a shared permutation, samples with its own seed, and yields the
+    same number of batches, so that no rank waits for another forever. ``position`` makes a stream resumable.
+    """
+
+    def __init__(
+        self,
+        examples: Sequence[Example],
+        token_ids: Sequence[list[int]],
+        renderer: Renderer,
+        reward: RewardConfig,
+        horizon: int = HORIZON,
+        rollouts_per_batch: int = 32,
+        updates_per_rollout: int = 1,
+        frames: int = 5,
+        seed: int = 0,
+    ):
+        if rollouts_per_batch % updates_per_rollout:
+            raise ValueError("data.rollouts_per_batch must be a multiple of data.updates_per_rollout")
+        self.examples = examples
+        self.token_ids = token_ids
+        self.env = VectorBlocksEnv(reward=reward, horizon=horizon, render_frames=renderer.render)
+        self.rollouts_per_batch = rollouts_per_batch
+        self.updates_per_rollout = updates_per_rollout
+        self.frames = frames
+        self.seed = seed
+        self.policy: PolicyNetwork | None = None
+        self.epoch = 0
+        self.position = (
+            0  # rollouts already used in this epoch; Lightning stops at len() without exhausting us
+        )
+
+    def rollouts_per_epoch(self) -> int:
+        _, world = distributed_rank()
+        return math.ceil(len(self.examples) / (world * self.rollouts_per_batch))
+
+    def __len__(self) -> int:
+        return self.rollouts_per_epoch() * self.updates_per_rollout
+
+    def shard(self, epoch: int) -> np.ndarray:
+        """This rank's example indices for ``epoch``: a shared permutation, dealt round-robin, padded to equal length."""
+        rank, world = distributed_rank()
+        order = np.random.default_rng([self.seed, epoch]).permutation(len(self.examples))
+        need = self.rollouts_per_epoch() * self.rollouts_per_batch * world
+        order = np.resize(order, need)  # wraps around: every rank gets the same count
+        return order[rank::world]
+
+    def __iter__(self):
+        if self.policy is None:
+            raise RuntimeError("RolloutStream has no policy: the learner attaches it at fit start")
+        if self.position >= self.rollouts_per_epoch():  # the last epoch was used up: start the next one
+            self.epoch += 1
+            self.position = 0
+        rank, _ = distributed_rank()
+        shard = self.shard(self.epoch)
+        chunk = self.rollouts_per_batch // self.updates_per_rollout
+        for r in range(self.position, self.rollouts_per_epoch()):
+            chosen = shard[r * self.rollouts_per_batch : (r + 1) * self.rollouts_per_batch]
+            seed = np.random.SeedSequence([self.seed, rank, self.epoch, r]).generate_state(1, np.uint64)[0]
+            generator = torch.Generator().manual_seed(int(seed) % (2**63))
+            tokens, lengths = pad_token_ids([self.token_ids[i] for i in chosen])
+            rollout = collect_rollout(
+                self.policy,
+                self.env,
+                [self.examples[i].task for i in chosen],
+                tokens,
+                lengths,
+                generator,
+                self.frames,
+            )
+            self.position = r + 1
+            for u in range(self.updates_per_rollout):
+                yield rollout.select(slice(u * chunk, (u + 1) * chunk))
+
+
+class RolloutDataModule(BlocksDataModule):
+    """The bandit's training stream: rollouts generated with the learner's current policy at every step."""
+
+    def __init__(
+        self,
+        reward: str = "shaped",
+        horizon: int = HORIZON,
+        batch_size: int = 32,
+        updates_per_rollout: int = 1,
+        **kwargs,
+    ):
+        """``batch_size`` rollouts make one batch; ``updates_per_rollout`` splits it into that many updates."""
+        super().__init__(**kwargs)
+        self.reward = RewardConfig.preset(reward)
+        self.reward_name = reward
+        self.horizon = horizon
+        self.batch_size = batch_size
+        self.updates_per_rollout = updates_per_rollout
+
+    @cached_property
+    def stream(self) -> RolloutStream:
+        return RolloutStream(
+            self.train_examples,
+            self.token_ids(self.train_examples),
+            self.renderer,
+            self.reward,
+            self.horizon,
+            self.batch_size,
+            self.updates_per_rollout,
+            self.frames,
+            self.seed,
+        )
+
+    def attach_policy(self, policy: PolicyNetwork) -> None:
+        self.stream.policy = policy
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(self.stream, batch_size=None, collate_fn=_identity)
+
+    def state_dict(self) -> dict[str, int]:
+        """Where the stream stands, saved in checkpoints: the epoch and the rollouts already used in it."""
+        return {"epoch": self.stream.epoch, "position": self.stream.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.stream.epoch = int(state["epoch"])
+        self.stream.position = int(state["position"])
+
+
+def _identity(batch: Rollout) -> Rollout:
+    return batch

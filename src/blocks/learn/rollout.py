@@ -1,0 +1,118 @@
+"""On-policy rollouts: step a batch of boards with the current policy, sampling block and direction.
+
+A rollout keeps only what the update needs: each step's new frame, the sampled (block, direction), the previous
+action, the immediate reward and whether the board was still acting. The agent contexts (5-frame stacks) are
+rebuilt from the frames in one gather at update time, identical to what the policy saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+
+from blocks.model.distribution import to_action
+from blocks.model.policy import PolicyNetwork
+from blocks.render.history import FrameHistory
+from blocks.world.task import Task
+from blocks.world.vector_env import VectorBlocksEnv
+
+
+@dataclass
+class Rollout:
+    """Tensors of a batch of episodes; ``T`` steps (the longest episode) by ``B`` boards."""
+
+    frames: torch.Tensor  # (T, B, 3, H, W) uint8: the image at each step, before the action
+    previous_action: torch.Tensor  # (T, B) long, -1 = NONE
+    block: torch.Tensor  # (T, B) long: sampled block (kept for STOP too)
+    direction: torch.Tensor  # (T, B) long: sampled direction, 4 = STOP
+    reward: torch.Tensor  # (T, B) float: immediate (shaped) reward
+    active: torch.Tensor  # (T, B) bool: the board acted at this step
+    tokens: torch.Tensor  # (B, L) long
+    lengths: torch.Tensor  # (B,) long
+    final_error: torch.Tensor  # (B,) float: distance error at the end of each episode
+
+    def select(self, boards: slice) -> Rollout:
+        """The same rollout restricted to some boards (to split one rollout into several updates)."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = (
+                value[boards] if f.name in ("tokens", "lengths", "final_error") else value[:, boards]
+            )
+        return Rollout(**out)
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.active.sum())
+
+    def returns_to_go(self) -> torch.Tensor:
+        """Sum of rewards from each step to the end of its episode (gamma = 1): REINFORCE's signal."""
+        reward = self.reward * self.active
+        return reward.flip(0).cumsum(0).flip(0)
+
+
+def gather_stacks(
+    frames: torch.Tensor, steps: torch.Tensor, boards: torch.Tensor, history: int = 5
+) -> torch.Tensor:
+    """The ``history``-frame stacks ``(N, 3 * history, H, W)`` at (step, board) pairs, zeros before the start."""
+    t, b = frames.shape[:2]
+    padded = torch.cat([frames.new_zeros((history - 1, b, *frames.shape[2:])), frames])
+    window = steps[:, None] + torch.arange(history, device=steps.device)  # (N, history) rows of `padded`
+    stacks = padded[window, boards[:, None]]  # (N, history, 3, H, W)
+    return stacks.flatten(1, 2)
+
+
+@torch.no_grad()
+def collect_rollout(
+    policy: PolicyNetwork,
+    env: VectorBlocksEnv,
+    tasks: Sequence[Task],
+    tokens: torch.Tensor,
+    lengths: torch.Tensor,
+    generator: torch.Generator,
+    history: int = 5,
+) -> Rollout:
+    """Run one episode per task with the sampling policy; only boards still acting go through the network."""
+    device = next(policy.parameters()).device
+    observation, _ = env.reset(tasks)
+    n = len(tasks)
+    frame_history = FrameHistory(n, history, observation["image"].shape[1:])
+    text = policy.encode_instruction(tokens.to(device), lengths.to(device))
+    steps: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("frames", "previous", "block", "direction", "reward", "active")
+    }
+    while not env.all_done:
+        frames = observation["image"]
+        frame_history.push(frames)
+        active = ~env.done
+        rows = np.flatnonzero(active)
+        images = torch.from_numpy(frame_history.stack()[rows]).to(device)
+        previous = observation["previous_action"]
+        rows_t = torch.from_numpy(rows).to(device)
+        distribution = policy(images, text[rows_t], torch.from_numpy(previous[rows]).to(device))
+        _, block_rows, direction_rows = distribution.sample(generator)
+        block = np.zeros(n, np.int64)
+        direction = np.full(n, 4, np.int64)
+        block[rows] = block_rows.cpu().numpy()
+        direction[rows] = direction_rows.cpu().numpy()
+        actions = to_action(torch.from_numpy(block), torch.from_numpy(direction)).numpy()
+        observation, reward, _, _, _ = env.step(actions)
+        for key, value in zip(
+            steps, (frames, previous, block, direction, reward.astype(np.float32), active), strict=True
+        ):
+            steps[key].append(value)
+    stacked = {k: torch.from_numpy(np.stack(v)) for k, v in steps.items()}
+    return Rollout(
+        frames=stacked["frames"],
+        previous_action=stacked["previous"],
+        block=stacked["block"],
+        direction=stacked["direction"],
+        reward=stacked["reward"],
+        active=stacked["active"],
+        tokens=tokens,
+        lengths=lengths,
+        final_error=torch.from_numpy(env.error.astype(np.float32)),
+    )

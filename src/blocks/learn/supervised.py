@@ -1,0 +1,38 @@
+"""SUPERVISED: maximum likelihood of the demonstrations' actions in the demonstrations' own contexts."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from blocks.learn.base import PolicyLearner
+
+
+class SupervisedLearner(PolicyLearner):
+    """Cross-entropy on the gold block and on the gold direction (STOP is a direction), Adam 0.001."""
+
+    kind = "supervised"
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        text = self.policy.encode_instruction(batch["tokens"], batch["lengths"])
+        distribution = self.policy(batch["images"], text, batch["previous_action"])
+        block_loss = F.nll_loss(distribution.block_log_probs, batch["block"])
+        direction_loss = F.nll_loss(distribution.direction_log_probs, batch["direction"])
+        loss = block_loss + direction_loss
+        with torch.no_grad():
+            block_accuracy = (distribution.block_log_probs.argmax(1) == batch["block"]).float().mean()
+            direction_accuracy = (
+                (distribution.direction_log_probs.argmax(1) == batch["direction"]).float().mean()
+            )
+        self.log_dict(
+            {
+                "train/loss": loss,
+                "train/block_loss": block_loss,
+                "train/direction_loss": direction_loss,
+                "train/block_accuracy": block_accuracy,
+                "train/direction_accuracy": direction_accuracy,
+            },
+            prog_bar=False,
+        )
+        self.log("loss", loss, prog_bar=True, logger=False)
+        return loss

@@ -1,0 +1,93 @@
+"""What ``train.py`` does: compose the objects a config names, pretrain if the bandit needs it, fit."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import hydra
+import pytorch_lightning as pl
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger(__name__)
+
+KNOWN_MODELS = ("supervised", "bandit", "reinforce")
+
+
+def _instantiate_all(group: DictConfig | None) -> list[Any]:
+    return [hydra.utils.instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]
+
+
+def _check(cfg: DictConfig) -> None:
+    """Fail fast, naming the key, before anything slow starts."""
+    lr = OmegaConf.select(cfg, "model.lr")
+    if lr is None or lr <= 0:
+        raise ValueError(f"model.lr must be a positive number, got {lr}")
+    for key in ("ckpt_path", "model.init_checkpoint"):
+        path = OmegaConf.select(cfg, key)
+        if path and not Path(path).is_file():
+            raise FileNotFoundError(f"{key}={path}: no such checkpoint file")
+
+
+def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
+    """The bandit's supervised initialisation: ``pretrain.epochs`` of SUPERVISED, saved under ``pretrain/``."""
+    from blocks.learn.data import DemonstrationDataModule
+    from blocks.learn.supervised import SupervisedLearner
+
+    out = Path(cfg.paths.output_dir) / "pretrain"
+    data = DemonstrationDataModule(
+        root=cfg.data.root,
+        image_size=cfg.data.image_size,
+        frames=cfg.data.frames,
+        batch_size=cfg.pretrain.batch_size,
+        max_train_examples=cfg.data.max_train_examples,
+        max_val_examples=cfg.data.max_val_examples,
+        val_batch_size=cfg.data.val_batch_size,
+        seed=cfg.seed,
+    )
+    model = SupervisedLearner(
+        vocabulary, OmegaConf.to_container(cfg.model.network, resolve=True), lr=cfg.pretrain.lr
+    )
+    trainer_cfg = OmegaConf.merge(
+        cfg.trainer, {"max_epochs": cfg.pretrain.epochs, "default_root_dir": str(out)}
+    )
+    checkpoint = pl.callbacks.ModelCheckpoint(
+        dirpath=out / "checkpoints", filename="pretrain", save_last=False
+    )
+    trainer = hydra.utils.instantiate(
+        trainer_cfg, callbacks=[checkpoint, pl.callbacks.TQDMProgressBar(refresh_rate=10)],
+        logger=pl.loggers.CSVLogger(str(out), name="csv"), check_val_every_n_epoch=cfg.pretrain.epochs,
+    )  # fmt: skip
+    log.info("supervised initialisation: %d epochs", cfg.pretrain.epochs)
+    trainer.fit(model, data)
+    trainer.strategy.barrier()
+    return str(out / "checkpoints" / "pretrain.ckpt")
+
+
+def train(cfg: DictConfig) -> dict[str, float]:
+    """Fit the configured learner; returns the last logged metrics."""
+    _check(cfg)
+    torch.set_num_threads(int(os.environ.get("BLOCKS_TORCH_THREADS", torch.get_num_threads())))
+    pl.seed_everything(cfg.seed, workers=True)
+
+    datamodule = hydra.utils.instantiate(cfg.data)
+    vocabulary = datamodule.vocabulary.to_list()
+    extra: dict[str, Any] = {}
+    is_bandit = "init_checkpoint" in cfg.model
+    if is_bandit and not cfg.model.init_checkpoint and not cfg.ckpt_path and cfg.pretrain.epochs > 0:
+        extra["init_checkpoint"] = pretrain_supervised(cfg, vocabulary)
+        pl.seed_everything(cfg.seed, workers=True)
+    model = hydra.utils.instantiate(cfg.model, vocabulary=vocabulary, **extra, _convert_="all")
+
+    trainer: pl.Trainer = hydra.utils.instantiate(
+        cfg.trainer,
+        callbacks=_instantiate_all(cfg.get("callbacks")),
+        logger=_instantiate_all(cfg.get("logger")),
+    )
+    trainer.fit(model, datamodule, ckpt_path=cfg.ckpt_path)
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    log.info("final metrics: %s", metrics)
+    return metrics

@@ -1,0 +1,154 @@
+"""The paper's policy network (section 4 and appendix B; section 9 of docs/blocks-environment.md).
+
+Image stack (15 x 120 x 120) -> CNN -> 200; instruction -> word embeddings 150 -> LSTM 250 -> mean of hidden
+states; previous action -> block (32) + direction (24) embeddings, NONE at the first step. The concatenation
+(506) -> 120 + ReLU -> block logits (20) and direction logits (5). The instruction is encoded once per episode.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from blocks.model.distribution import FactoredActionDistribution
+from blocks.world.geometry import MAX_BLOCKS, NUM_DIRECTIONS, STOP
+
+
+def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int, int]:
+    """(output size, pad before, pad after) of TensorFlow's SAME padding along one axis."""
+    out = math.ceil(size / stride)
+    total = max((out - 1) * stride + kernel - size, 0)
+    return out, total // 2, total - total // 2
+
+
+class ImageEncoder(nn.Module):
+    """Three convolutions with SAME padding (8/4, 8/4, 4/2; 32 filters, ReLU) and a linear map to ``out_dim``."""
+
+    def __init__(self, in_channels: int, image_size: int, channels: int = 32, out_dim: int = 200):
+        super().__init__()
+        layers, self.pads, size = [], [], image_size
+        for kernel, stride in ((8, 4), (8, 4), (4, 2)):
+            size, before, after = same_padding(size, kernel, stride)
+            self.pads.append((before, after, before, after))
+            layers.append(nn.Conv2d(in_channels, channels, kernel, stride))
+            in_channels = channels
+        self.convs = nn.ModuleList(layers)
+        self.project = nn.Linear(channels * size * size, out_dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for pad, conv in zip(self.pads, self.convs, strict=True):
+            x = F.relu(conv(F.pad(x, pad)))
+        return self.project(x.flatten(1))
+
+
+def standardize(images: torch.Tensor) -> torch.Tensor:
+    """Per-stack (x - mean) / max(std, 1/sqrt(n)) of uint8 stacks ``(B, C, H, W)``, as float32.
+
+    One conversion, two single-pass reductions (sum and norm) and one fused multiply-add: about 4x faster on
+    the CPU than ``torch.var_mean`` followed by the subtraction and division.
+    """
+    x = images.float()
+    flat = x.flatten(1)
+    n = flat.shape[1]
+    mean = flat.sum(dim=1) / n
+    variance = (torch.linalg.vector_norm(flat, dim=1).square() / n - mean.square()).clamp_min(0.0)
+    scale = 1.0 / variance.sqrt().clamp_min(1.0 / math.sqrt(n))
+    shape = (-1,) + (1,) * (x.dim() - 1)
+    return torch.addcmul((-mean * scale).view(shape), x, scale.view(shape))
+
+
+class PolicyNetwork(nn.Module):
+    """The shared backbone of every learner; see the module docstring for the shape."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        image_size: int = 120,
+        frames: int = 5,
+        word_dim: int = 150,
+        text_dim: int = 250,
+        image_dim: int = 200,
+        conv_channels: int = 32,
+        block_embedding_dim: int = 32,
+        direction_embedding_dim: int = 24,
+        hidden_dim: int = 120,
+        use_previous_action: bool = True,
+    ):
+        super().__init__()
+        self.use_previous_action = use_previous_action
+        self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+        self.lstm = nn.LSTM(word_dim, text_dim, batch_first=True)
+        self.image_encoder = ImageEncoder(3 * frames, image_size, conv_channels, image_dim)
+        action_dim = 0
+        if use_previous_action:
+            self.block_embedding = nn.Embedding(MAX_BLOCKS + 1, block_embedding_dim)  # last row: NONE
+            self.direction_embedding = nn.Embedding(
+                NUM_DIRECTIONS + 2, direction_embedding_dim
+            )  # 4 moves, STOP, NONE
+            action_dim = block_embedding_dim + direction_embedding_dim
+        self.hidden = nn.Linear(image_dim + text_dim + action_dim, hidden_dim)
+        self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
+        self.direction_head = nn.Linear(hidden_dim, NUM_DIRECTIONS + 1)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The paper's initialisation (appendix B)."""
+        for module in self.modules():
+            if isinstance(module, nn.Conv2d):
+                nn.init.trunc_normal_(
+                    module.weight, std=math.sqrt(0.005), a=-2 * math.sqrt(0.005), b=2 * math.sqrt(0.005)
+                )
+                nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=0.01)
+                nn.init.zeros_(module.bias)
+        nn.init.trunc_normal_(
+            self.image_encoder.project.weight,
+            std=math.sqrt(0.004),
+            a=-2 * math.sqrt(0.004),
+            b=2 * math.sqrt(0.004),
+        )
+        nn.init.normal_(self.word_embedding.weight, std=1.0)
+        for name, parameter in self.lstm.named_parameters():
+            (nn.init.zeros_ if "bias" in name else lambda p: nn.init.normal_(p, std=0.01))(parameter)
+        if self.use_previous_action:
+            nn.init.normal_(self.block_embedding.weight, std=0.001)
+            nn.init.normal_(self.direction_embedding.weight, std=0.001)
+
+    def reset_direction_head(self) -> None:
+        """Re-initialise the direction layer (the bandit starts from a supervised model with a fresh one)."""
+        nn.init.normal_(self.direction_head.weight, std=0.01)
+        nn.init.zeros_(self.direction_head.bias)
+
+    def encode_instruction(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Mean of the LSTM hidden states over the real tokens: ``(B, T) -> (B, text_dim)``.
+
+        Padding sits after the words and the LSTM reads left to right, so the states of the real tokens do not
+        depend on it: running the padded batch and masking is exact, and faster than packing.
+        """
+        lengths = lengths.clamp_min(1).to(tokens.device)
+        hidden, _ = self.lstm(self.word_embedding(tokens))
+        mask = torch.arange(tokens.shape[1], device=tokens.device)[None, :] < lengths[:, None]
+        return (hidden * mask[..., None]).sum(dim=1) / lengths[:, None].to(hidden.dtype)
+
+    def embed_previous_action(self, previous: torch.Tensor) -> torch.Tensor:
+        """Embeddings of previous action ids ``(B,)``; -1 is NONE. STOP has direction STOP and block NONE."""
+        none = previous < 0
+        is_stop = previous == STOP
+        block = torch.where(none | is_stop, torch.full_like(previous, MAX_BLOCKS), previous // NUM_DIRECTIONS)
+        direction = torch.where(is_stop, torch.full_like(previous, NUM_DIRECTIONS), previous % NUM_DIRECTIONS)
+        direction = torch.where(none, torch.full_like(previous, NUM_DIRECTIONS + 1), direction)
+        return torch.cat([self.block_embedding(block), self.direction_embedding(direction)], dim=1)
+
+    def forward(
+        self, images: torch.Tensor, instruction: torch.Tensor, previous_action: torch.Tensor
+    ) -> FactoredActionDistribution:
+        """Action distribution from uint8 image stacks ``(B, 15, H, W)``, encoded instructions and previous actions."""
+        parts = [self.image_encoder(standardize(images)), instruction]
+        if self.use_previous_action:
+            parts.append(self.embed_previous_action(previous_action))
+        hidden = F.relu(self.hidden(torch.cat(parts, dim=1)))
+        return FactoredActionDistribution(self.block_head(hidden), self.direction_head(hidden))

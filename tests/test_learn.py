@@ -1,0 +1,154 @@
+"""The learners on small problems: update directions, overfitting, rollouts, streams under DDP, resuming."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from blocks.learn.bandit import BanditLearner
+from blocks.learn.data import DemonstrationDataModule, RolloutDataModule, RolloutStream
+from blocks.learn.rollout import Rollout, collect_rollout, gather_stacks
+from blocks.model.policy import PolicyNetwork
+from blocks.render.history import FrameHistory
+from blocks.world.rewards import RewardConfig
+from blocks.world.vector_env import VectorBlocksEnv
+
+VOCAB = ["<pad>", "<unk>", "move", "block", "left"]
+
+
+def one_step_rollout(reward: float, block: int = 3, direction: int = 1) -> Rollout:
+    generator = torch.Generator().manual_seed(0)
+    return Rollout(
+        frames=torch.randint(0, 256, (1, 1, 3, 120, 120), dtype=torch.uint8, generator=generator),
+        previous_action=torch.tensor([[-1]]),
+        block=torch.tensor([[block]]),
+        direction=torch.tensor([[direction]]),
+        reward=torch.tensor([[reward]]),
+        active=torch.tensor([[True]]),
+        tokens=torch.tensor([[2, 3, 4]]),
+        lengths=torch.tensor([3]),
+        final_error=torch.tensor([1.0]),
+    )
+
+
+def log_prob_of_action(learner: BanditLearner, rollout: Rollout) -> float:
+    with torch.no_grad():
+        text = learner.policy.encode_instruction(rollout.tokens, rollout.lengths)
+        images = gather_stacks(rollout.frames, torch.tensor([0]), torch.tensor([0]))
+        out = learner.policy(images, text, rollout.previous_action[0])
+        return float(out.log_prob_parts(rollout.block[0], rollout.direction[0]))
+
+
+@pytest.mark.parametrize("reward, sign", [(1.0, 1), (-1.0, -1)])
+def test_bandit_update_follows_the_sign_of_the_reward(reward, sign):
+    torch.manual_seed(0)
+    learner = BanditLearner(VOCAB, lr=1e-3, entropy_coef=0.0)
+    learner.log_dict = learner.log = lambda *a, **k: None  # no trainer attached
+    rollout = one_step_rollout(reward)
+    before = log_prob_of_action(learner, rollout)
+    optimizer = torch.optim.Adam(learner.parameters(), lr=1e-3)
+    learner.training_step(rollout, 0).backward()
+    optimizer.step()
+    assert sign * (log_prob_of_action(learner, rollout) - before) > 1e-4
+
+
+def test_returns_to_go_sum_rewards_to_the_end():
+    rollout = one_step_rollout(0.0)
+    rollout.reward = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 0.0]])
+    rollout.active = torch.tensor([[True, True], [True, True], [True, False]])
+    assert rollout.returns_to_go().tolist() == [[9.0, 6.0], [8.0, 4.0], [5.0, 0.0]]
+
+
+def test_gathered_stacks_equal_the_history_the_policy_saw():
+    frames = torch.randint(0, 256, (7, 2, 3, 6, 6), dtype=torch.uint8)
+    history = FrameHistory(2, 5, (3, 6, 6))
+    for t in range(7):
+        history.push(frames[t].numpy())
+        stacks = gather_stacks(frames, torch.tensor([t, t]), torch.tensor([0, 1]))
+        assert np.array_equal(stacks.numpy(), history.stack())
+
+
+def test_collect_rollout_records_what_happened(renderer, two_block_task):
+    policy = PolicyNetwork(len(VOCAB))
+    env = VectorBlocksEnv(reward=RewardConfig(), render_frames=renderer.render)
+    tokens, lengths = torch.tensor([[2, 3], [2, 4]]), torch.tensor([2, 2])
+    rollout = collect_rollout(
+        policy, env, [two_block_task] * 2, tokens, lengths, torch.Generator().manual_seed(0)
+    )
+    steps = rollout.active.sum(0)
+    assert rollout.frames.shape[0] == int(steps.max()) and rollout.frames.shape[1:] == (2, 3, 120, 120)
+    assert rollout.previous_action[0].tolist() == [-1, -1]
+    assert np.allclose(rollout.final_error.numpy(), env.error)
+    assert (rollout.reward[~rollout.active] == 0).all()
+
+
+def test_stream_shards_by_rank_with_equal_counts(monkeypatch, two_block_task):
+    import blocks.learn.data as data
+
+    examples = list(range(10))
+    stream = RolloutStream.__new__(RolloutStream)
+    stream.examples, stream.rollouts_per_batch, stream.seed = examples, 3, 0
+    shards = []
+    for rank in (0, 1):
+        monkeypatch.setattr(data, "distributed_rank", lambda rank=rank: (rank, 2))
+        shards.append(stream.shard(epoch=0))
+    assert len(shards[0]) == len(shards[1]) == 6  # ceil(10 / (2 * 3)) = 2 batches of 3 per rank
+    assert set(shards[0]) | set(shards[1]) == set(examples)
+    monkeypatch.setattr(data, "distributed_rank", lambda: (0, 1))
+    assert not np.array_equal(stream.shard(0), stream.shard(1))  # a new order each epoch
+
+
+def test_stream_state_resumes_where_it_stopped(corpus_root):
+    def fresh():
+        dm = RolloutDataModule(root=str(corpus_root), batch_size=2, max_train_examples=6, seed=0)
+        dm.attach_policy(PolicyNetwork(len(dm.vocabulary)))
+        return dm
+
+    first = fresh()
+    batches = list(first.train_dataloader())
+    assert len(batches) == len(first.train_dataloader()) == 3
+    resumed = fresh()
+    resumed.load_state_dict({"epoch": 0, "position": 2})
+    (last,) = list(resumed.train_dataloader())
+    assert torch.equal(last.frames, batches[2].frames) and torch.equal(last.block, batches[2].block)
+    assert resumed.state_dict() == {"epoch": 0, "position": 3}
+    assert len(list(resumed.train_dataloader())) == 3 and resumed.state_dict()["epoch"] == 1
+
+
+def test_supervised_batches_hold_the_demonstration_contexts(corpus_root):
+    dm = DemonstrationDataModule(root=str(corpus_root), batch_size=4, max_train_examples=2, seed=0)
+    steps = dm.steps
+    batch = steps.collate([steps[0], steps[1]])
+    assert batch["images"].shape == (2, 15, 120, 120)
+    assert (
+        batch["images"][0, :12].max() == 0 and batch["images"][0, 12:].max() > 0
+    )  # first step: one real frame
+    assert batch["previous_action"][0] == -1 and batch["previous_action"][1] == int(steps.plans[0].actions[0])
+    assert batch["block"][0] == steps.plans[0].block
+
+
+def test_supervised_overfits_eight_examples_until_it_replays_them(corpus_root):
+    """Trained on 8 examples, the greedy policy retraces their demonstrations step for step."""
+    import pytorch_lightning as pl
+
+    from blocks.agents.baselines import DemonstrationAgent
+    from blocks.evaluate import evaluate
+    from blocks.learn.supervised import SupervisedLearner
+
+    pl.seed_everything(0)
+    dm = DemonstrationDataModule(root=str(corpus_root), batch_size=32, max_train_examples=8, seed=3)
+    learner = SupervisedLearner(dm.vocabulary.to_list(), lr=2e-3)
+    converged = pl.callbacks.EarlyStopping(
+        "train/loss", stopping_threshold=0.01, patience=1000, check_on_train_epoch_end=True
+    )
+    trainer = pl.Trainer(
+        max_epochs=60, logger=False, enable_checkpointing=False, enable_progress_bar=False, limit_val_batches=0,
+        gradient_clip_val=5.0, enable_model_summary=False, callbacks=[converged], log_every_n_steps=1,
+    )  # fmt: skip
+    trainer.fit(learner, train_dataloaders=dm.train_dataloader())
+    examples = dm.steps.examples
+    replayed = evaluate(learner.agent(), examples, render_frames=dm.renderer.render, progress=False)
+    demonstrated = evaluate(DemonstrationAgent(), examples, progress=False)
+    assert replayed["mean_error"] == pytest.approx(demonstrated["mean_error"], abs=1e-6)
+    assert replayed["mean_steps"] == demonstrated["mean_steps"]

@@ -1,0 +1,94 @@
+"""``train.py`` end to end on a few examples: every model under DDP, resuming, sweeps, and bad configs."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from .conftest import REPO
+
+
+def run_train(args: list[str], root: Path, corpus: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BLOCKS_DATA": str(corpus), "PROJECT_ROOT": str(root), "HYDRA_FULL_ERROR": "0"}
+    out = subprocess.run(
+        [sys.executable, "train.py", *args], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    if check and out.returncode != 0:
+        raise AssertionError(f"train.py {' '.join(args)} failed:\n{out.stderr[-4000:]}")
+    return out
+
+
+def val_errors(run: Path) -> list[float]:
+    with open(run / "csv" / "version_0" / "metrics.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    return [float(r["val/mean_error"]) for r in rows if r.get("val/mean_error")]
+
+
+@pytest.mark.parametrize("model", ["supervised", "bandit", "reinforce"])
+def test_smoke_experiment_on_two_processes(model, corpus_root, tmp_path):
+    run = tmp_path / "run"
+    run_train(
+        [f"model={model}", "trainer.devices=2", "experiment=smoke", f"hydra.run.dir={run}"],
+        tmp_path,
+        corpus_root,
+    )
+    assert (run / "checkpoints" / "last.ckpt").is_file() and len(val_errors(run)) == 2
+    assert (run / "train_ddp_process_1.log").exists()  # the second rank ran inside the same run folder
+    if model != "supervised":
+        assert (run / "pretrain" / "checkpoints" / "pretrain.ckpt").is_file()
+        hparams = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]
+        assert hparams["return_to_go"] == (model == "reinforce")
+
+
+def test_resume_from_last_checkpoint_continues_at_the_right_step(corpus_root, tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    run_train(
+        ["model=bandit", "experiment=smoke", "trainer.max_epochs=1", f"hydra.run.dir={first}"],
+        tmp_path,
+        corpus_root,
+    )
+    before = torch.load(first / "checkpoints" / "last.ckpt", weights_only=False)
+    assert before["global_step"] == 2 and before["epoch"] == 0
+    run_train(
+        ["model=bandit", "experiment=smoke", "trainer.max_epochs=2", f"ckpt_path={first}/checkpoints/last.ckpt",
+         f"hydra.run.dir={second}"], tmp_path, corpus_root,
+    )  # fmt: skip
+    after = torch.load(second / "checkpoints" / "last.ckpt", weights_only=False)
+    assert after["global_step"] == 4 and after["epoch"] == 1
+    assert after["frames_seen"] > before["frames_seen"]
+    assert not (second / "pretrain").exists()  # the weights come from the checkpoint, not a new pretraining
+    assert after["RolloutDataModule"] == {"epoch": 1, "position": 2}  # the stream's place, saved by Lightning
+
+
+def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
+    run_train(
+        ["-m", "model=bandit", "experiment=smoke", "trainer=ddp_spawn", "seed=1,2"], tmp_path, corpus_root
+    )
+    (sweep,) = (tmp_path / "logs" / "train" / "multiruns").iterdir()
+    for job in ("0", "1"):
+        assert (sweep / job / "checkpoints" / "last.ckpt").is_file()
+    assert val_errors(sweep / "0") and val_errors(sweep / "1")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["model=dqn"], "Could not find 'model/dqn'"),
+        (["model=bandit", "ablation=no_f3"], "Could not find 'ablation/no_f3'"),
+        (["model=supervised", "model.lr=-0.1"], "model.lr must be a positive number"),
+        (
+            ["model=bandit", "ckpt_path=/nonexistent/last.ckpt"],
+            "ckpt_path=/nonexistent/last.ckpt: no such checkpoint",
+        ),
+        (["model=bandit", "data.reward=sparse"], "unknown reward 'sparse'"),
+    ],
+)
+def test_bad_configuration_fails_fast_naming_the_key(args, message, corpus_root, tmp_path):
+    out = run_train([*args, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, corpus_root, check=False)
+    assert out.returncode != 0 and message in out.stderr
