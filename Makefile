@@ -30,6 +30,10 @@ eval: $(STAMP)  ## the main job until the learners land: every baseline on dev
 
 bench: $(STAMP)
 	$(PY) -m blocks.bench env
+	$(PY) -m blocks.bench train
+
+train: $(STAMP)  ## the main job: the paper's approach on the full corpus
+	$(PY) train.py model=bandit
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

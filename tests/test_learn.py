@@ -8,7 +8,7 @@ import torch
 
 from blocks.learn.bandit import BanditLearner
 from blocks.learn.data import DemonstrationDataModule, RolloutDataModule, RolloutStream
-from blocks.learn.rollout import Rollout, collect_rollout, gather_stacks
+from blocks.learn.rollout import Rollout, collect_rollout, gather_stacks, split_update
 from blocks.model.policy import PolicyNetwork
 from blocks.render.history import FrameHistory
 from blocks.world.rewards import RewardConfig
@@ -40,17 +40,53 @@ def log_prob_of_action(learner: BanditLearner, rollout: Rollout) -> float:
         return float(out.log_prob_parts(rollout.block[0], rollout.direction[0]))
 
 
+def fit_on(learner, batches, **trainer_args):
+    import pytorch_lightning as pl
+    from torch.utils.data import DataLoader
+
+    trainer = pl.Trainer(
+        logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        limit_val_batches=0, **trainer_args,
+    )  # fmt: skip
+    trainer.fit(learner, train_dataloaders=DataLoader(batches, batch_size=None, collate_fn=lambda x: x))
+    return trainer
+
+
 @pytest.mark.parametrize("reward, sign", [(1.0, 1), (-1.0, -1)])
 def test_bandit_update_follows_the_sign_of_the_reward(reward, sign):
     torch.manual_seed(0)
     learner = BanditLearner(VOCAB, lr=1e-3, entropy_coef=0.0)
-    learner.log_dict = learner.log = lambda *a, **k: None  # no trainer attached
     rollout = one_step_rollout(reward)
     before = log_prob_of_action(learner, rollout)
-    optimizer = torch.optim.Adam(learner.parameters(), lr=1e-3)
-    learner.training_step(rollout, 0).backward()
-    optimizer.step()
+    (chunk,) = split_update(rollout, slice(0, 1), chunks=1)
+    trainer = fit_on(learner, [chunk], max_epochs=1)
+    assert trainer.global_step == 1  # one Adam step
     assert sign * (log_prob_of_action(learner, rollout) - before) > 1e-4
+
+
+def test_chunked_update_equals_one_big_update(renderer, two_block_task):
+    """Accumulating an update over chunks gives the gradient of the whole rollout in one piece."""
+    import pytorch_lightning as pl
+
+    torch.manual_seed(0)
+    policy = PolicyNetwork(len(VOCAB))
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    tokens, lengths = torch.tensor([[2, 3], [2, 4], [3, 3]]), torch.tensor([2, 2, 1])
+    rollout = collect_rollout(
+        policy, env, [two_block_task] * 3, tokens, lengths, torch.Generator().manual_seed(0)
+    )
+    gradients = []
+
+    class KeepGradient(pl.Callback):
+        def on_before_optimizer_step(self, trainer, module, optimizer):
+            gradients.append(module.policy.hidden.weight.grad.clone())
+
+    for chunks in (1, 3):
+        learner = BanditLearner(VOCAB, gradient_clip=None)
+        learner.policy.load_state_dict(policy.state_dict())
+        fit_on(learner, split_update(rollout, slice(0, 3), chunks), max_epochs=1, callbacks=[KeepGradient()])
+    assert len(gradients) == 2 and gradients[0].abs().max() > 0
+    assert torch.allclose(gradients[0], gradients[1], rtol=1e-4, atol=1e-7)
 
 
 def test_returns_to_go_sum_rewards_to_the_end():
@@ -106,14 +142,16 @@ def test_stream_state_resumes_where_it_stopped(corpus_root):
         return dm
 
     first = fresh()
-    batches = list(first.train_dataloader())
-    assert len(batches) == len(first.train_dataloader()) == 3
+    batches = list(first.train_dataloader())  # 3 rollouts of 2 episodes, 2 chunks each
+    assert len(batches) == len(first.train_dataloader()) == 6
+    assert [b.last for b in batches] == [False, True] * 3
     resumed = fresh()
     resumed.load_state_dict({"epoch": 0, "position": 2})
-    (last,) = list(resumed.train_dataloader())
-    assert torch.equal(last.frames, batches[2].frames) and torch.equal(last.block, batches[2].block)
+    last = list(resumed.train_dataloader())
+    assert len(last) == 2 and torch.equal(last[0].rollout.frames, batches[4].rollout.frames)
+    assert torch.equal(last[1].rollout.block, batches[5].rollout.block)
     assert resumed.state_dict() == {"epoch": 0, "position": 3}
-    assert len(list(resumed.train_dataloader())) == 3 and resumed.state_dict()["epoch"] == 1
+    assert len(list(resumed.train_dataloader())) == 6 and resumed.state_dict()["epoch"] == 1
 
 
 def test_supervised_batches_hold_the_demonstration_contexts(corpus_root):

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from blocks.agents.policy import pad_token_ids
 from blocks.corpus.loader import Example, load_split
 from blocks.corpus.text import Vocabulary
-from blocks.learn.rollout import Rollout, collect_rollout
+from blocks.learn.rollout import RolloutChunk, collect_rollout, split_update
 from blocks.model.policy import PolicyNetwork
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
@@ -190,7 +190,10 @@ class DemonstrationDataModule(BlocksDataModule):
 
 # -- bandit: on-policy rollouts ------------------------------------------------------------------------------------
 class RolloutStream(IterableDataset):
-    """Yields rollouts of the current policy, each a training batch; an epoch visits every example once.
+    """Yields rollouts of the current policy as chunks of one or more updates; an epoch visits every example once.
+
+    Each rollout of ``rollouts_per_batch`` episodes makes ``updates_per_rollout`` optimizer steps (on disjoint
+    groups of its episodes), each accumulated over ``chunks_per_update`` backward passes.
 
     Under DDP every rank takes its own shard of a shared permutation, samples with its own seed, and yields the
     same number of batches, so that no rank waits for another forever. ``position`` makes a stream resumable.
@@ -205,16 +208,22 @@ class RolloutStream(IterableDataset):
         horizon: int = HORIZON,
         rollouts_per_batch: int = 32,
         updates_per_rollout: int = 1,
+        chunks_per_update: int = 1,
         frames: int = 5,
         seed: int = 0,
     ):
         if rollouts_per_batch % updates_per_rollout:
-            raise ValueError("data.rollouts_per_batch must be a multiple of data.updates_per_rollout")
+            raise ValueError("data.batch_size must be a multiple of data.updates_per_rollout")
+        if not 1 <= chunks_per_update <= rollouts_per_batch // updates_per_rollout:
+            raise ValueError(
+                "data.chunks_per_update must lie in [1, episodes per update]: every episode has a frame"
+            )
         self.examples = examples
         self.token_ids = token_ids
         self.env = VectorBlocksEnv(reward=reward, horizon=horizon, render_frames=renderer.render)
         self.rollouts_per_batch = rollouts_per_batch
         self.updates_per_rollout = updates_per_rollout
+        self.chunks_per_update = chunks_per_update
         self.frames = frames
         self.seed = seed
         self.policy: PolicyNetwork | None = None
@@ -228,7 +237,7 @@ class RolloutStream(IterableDataset):
         return math.ceil(len(self.examples) / (world * self.rollouts_per_batch))
 
     def __len__(self) -> int:
-        return self.rollouts_per_epoch() * self.updates_per_rollout
+        return self.rollouts_per_epoch() * self.updates_per_rollout * self.chunks_per_update
 
     def shard(self, epoch: int) -> np.ndarray:
         """This rank's example indices for ``epoch``: a shared permutation, dealt round-robin, padded to equal length."""
@@ -263,7 +272,7 @@ class RolloutStream(IterableDataset):
             )
             self.position = r + 1
             for u in range(self.updates_per_rollout):
-                yield rollout.select(slice(u * chunk, (u + 1) * chunk))
+                yield from split_update(rollout, slice(u * chunk, (u + 1) * chunk), self.chunks_per_update)
 
 
 class RolloutDataModule(BlocksDataModule):
@@ -275,15 +284,18 @@ class RolloutDataModule(BlocksDataModule):
         horizon: int = HORIZON,
         batch_size: int = 32,
         updates_per_rollout: int = 1,
+        chunks_per_update: int | None = None,
         **kwargs,
     ):
-        """``batch_size`` rollouts make one batch; ``updates_per_rollout`` splits it into that many updates."""
+        """``batch_size`` episodes per rollout, split into ``updates_per_rollout`` optimizer steps, each
+        accumulated over ``chunks_per_update`` backward passes."""
         super().__init__(**kwargs)
         self.reward = RewardConfig.preset(reward)
         self.reward_name = reward
         self.horizon = horizon
         self.batch_size = batch_size
         self.updates_per_rollout = updates_per_rollout
+        self.chunks_per_update = chunks_per_update or min(16, batch_size // updates_per_rollout)
 
     @cached_property
     def stream(self) -> RolloutStream:
@@ -295,6 +307,7 @@ class RolloutDataModule(BlocksDataModule):
             self.horizon,
             self.batch_size,
             self.updates_per_rollout,
+            self.chunks_per_update,
             self.frames,
             self.seed,
         )
@@ -314,5 +327,5 @@ class RolloutDataModule(BlocksDataModule):
         self.stream.position = int(state["position"])
 
 
-def _identity(batch: Rollout) -> Rollout:
+def _identity(batch: RolloutChunk) -> RolloutChunk:
     return batch
