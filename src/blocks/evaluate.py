@@ -72,11 +72,13 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
 
     agent = hydra.utils.instantiate(cfg.agent)
     examples = load_split(cfg.split, cfg.data.root)
+    if cfg.get("limit") is not None:
+        examples = examples[: cfg.limit]
     render_frames = None
     if agent.needs_images:
         from blocks.render.renderer import Renderer
 
-        render_frames = Renderer(cfg.data.root, cfg.data.image_size).render
+        render_frames = Renderer(cfg.data.root, getattr(agent, "image_size", cfg.data.image_size)).render
     summary = evaluate(
         agent,
         examples,

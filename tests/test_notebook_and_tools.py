@@ -1,0 +1,87 @@
+"""A checkpoint from a short run, used the way people use one: eval.py, load in one call, notebook, GIF."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def checkpoint(corpus_root, tmp_path_factory) -> Path:
+    """A supervised policy trained for one epoch on 16 examples."""
+    root = tmp_path_factory.mktemp("train")
+    run = root / "run"
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(root)}
+    subprocess.run(
+        [sys.executable, "train.py", "model=supervised", "experiment=smoke", "trainer.max_epochs=1", f"hydra.run.dir={run}"],
+        cwd=REPO, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    return run / "checkpoints" / "last.ckpt"
+
+
+def test_checkpoint_loads_with_one_call_and_follows_an_instruction(checkpoint, corpus_root):
+    from blocks.corpus import load_split
+    from blocks.episode import run_episode
+    from blocks.learn import SupervisedLearner, load_learner
+    from blocks.render import Renderer
+
+    learner = SupervisedLearner.load_from_checkpoint(checkpoint)  # no other argument
+    assert load_learner(str(checkpoint)).hparams.vocabulary == learner.hparams.vocabulary
+    example = load_split("dev", corpus_root)[0]
+    episode = run_episode(learner.agent(), example.task, "move block 6 left", Renderer(corpus_root))
+    assert len(episode.frames) == len(episode.actions) + 1 and episode.error >= 0
+
+
+def test_eval_command_with_a_policy(checkpoint, corpus_root, tmp_path):
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "eval.py", "agent=policy", f"ckpt_path={checkpoint}", "split=dev", "limit=16", "progress=false"],
+        cwd=REPO, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    record = json.loads(out.stdout.strip().splitlines()[-1])
+    assert record["agent"] == "policy" and record["n"] == 16 and record["mean_steps"] >= 1
+
+
+def test_eval_policy_without_checkpoint_says_what_is_missing(corpus_root, tmp_path):
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "eval.py", "agent=policy"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert out.returncode != 0 and "ckpt_path" in out.stderr
+
+
+def test_gif_of_an_episode(checkpoint, corpus_root, tmp_path):
+    from PIL import Image
+
+    from blocks.animate import main
+
+    out = main(
+        [
+            f"ckpt_path={checkpoint}",
+            "split=dev",
+            "index=2",
+            f"out={tmp_path / 'x.gif'}",
+            f"data_root={corpus_root}",
+        ]
+    )
+    with Image.open(out) as gif:
+        assert gif.n_frames >= 2 and gif.size[0] == 480
+
+
+def test_notebook_runs_on_a_short_example(checkpoint, corpus_root, tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(REPO / "notebooks" / "run_agent.ipynb", as_version=4)
+    os.environ.update(BLOCKS_DATA=str(corpus_root), BLOCKS_CHECKPOINT=str(checkpoint), BLOCKS_INDEX="0")
+    NotebookClient(notebook, timeout=300, resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 3
