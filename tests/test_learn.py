@@ -137,7 +137,9 @@ def test_stream_shards_by_rank_with_equal_counts(monkeypatch, two_block_task):
 
 def test_stream_state_resumes_where_it_stopped(corpus_root):
     def fresh():
-        dm = RolloutDataModule(root=str(corpus_root), batch_size=2, max_train_examples=6, seed=0)
+        dm = RolloutDataModule(
+            root=str(corpus_root), batch_size=2, episodes_per_update=2, max_train_examples=6, seed=0
+        )
         dm.attach_policy(PolicyNetwork(len(dm.vocabulary)))
         return dm
 

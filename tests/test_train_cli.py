@@ -54,13 +54,13 @@ def test_resume_from_last_checkpoint_continues_at_the_right_step(corpus_root, tm
         corpus_root,
     )
     before = torch.load(first / "checkpoints" / "last.ckpt", weights_only=False)
-    assert before["global_step"] == 2 and before["epoch"] == 0
+    assert before["global_step"] == 16 and before["epoch"] == 0  # 2 rollouts of 8 episodes, one update each
     run_train(
         ["model=bandit", "experiment=smoke", "trainer.max_epochs=2", f"ckpt_path={first}/checkpoints/last.ckpt",
          f"hydra.run.dir={second}"], tmp_path, corpus_root,
     )  # fmt: skip
     after = torch.load(second / "checkpoints" / "last.ckpt", weights_only=False)
-    assert after["global_step"] == 4 and after["epoch"] == 1
+    assert after["global_step"] == 32 and after["epoch"] == 1
     assert after["frames_seen"] > before["frames_seen"]
     assert not (second / "pretrain").exists()  # the weights come from the checkpoint, not a new pretraining
     assert after["RolloutDataModule"] == {"epoch": 1, "position": 2}  # the stream's place, saved by Lightning

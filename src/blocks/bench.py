@@ -109,7 +109,13 @@ def _no_textures() -> bool:
     return False
 
 
-def bench_train(batch: int = 32, seconds: float = 2.0, warmup: int = 3) -> dict[str, float]:
+def bench_train(
+    batch: int = 32,
+    seconds: float = 2.0,
+    warmup: int = 3,
+    episodes_per_update: int = 1,
+    skip_supervised: bool = False,
+) -> dict[str, float]:
     """Frames per second of whole training steps, through Lightning's Trainer, for both learners.
 
     Supervised: rendering the 5-frame contexts of demonstration pairs, forward, backward, Adam. Bandit: rolling
@@ -151,13 +157,18 @@ def bench_train(batch: int = 32, seconds: float = 2.0, warmup: int = 3) -> dict[
 
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {batch}, 120x120")
-    supervised_data = DemonstrationDataModule(batch_size=batch, seed=0)
-    supervised_rate = run(
-        SupervisedLearner(supervised_data.vocabulary.to_list()), supervised_data, lambda b: len(b["block"])
-    )
-    print(f"supervised: {supervised_rate:,.0f} frames/s (batches of {batch} demonstration steps)")
+    figures = {}
+    if not skip_supervised:
+        supervised_data = DemonstrationDataModule(batch_size=batch, seed=0)
+        supervised_rate = run(
+            SupervisedLearner(supervised_data.vocabulary.to_list()),
+            supervised_data,
+            lambda b: len(b["block"]),
+        )
+        print(f"supervised: {supervised_rate:,.0f} frames/s (batches of {batch} demonstration steps)")
+        figures["supervised_frames_per_s"] = supervised_rate
 
-    bandit_data = RolloutDataModule(batch_size=batch, seed=0)
+    bandit_data = RolloutDataModule(batch_size=batch, episodes_per_update=episodes_per_update, seed=0)
     bandit = BanditLearner(bandit_data.vocabulary.to_list())
     with (
         torch.no_grad()
@@ -173,9 +184,10 @@ def bench_train(batch: int = 32, seconds: float = 2.0, warmup: int = 3) -> dict[
     bandit_rate = run(bandit, bandit_data, bandit_frames)
     print(
         f"bandit: {bandit_rate:,.0f} frames/s (rollout + update of {batch} episodes, "
-        f"{np.mean(lengths):.1f} steps per episode, {bandit_data.chunks_per_update} chunks per update)"
+        f"{np.mean(lengths):.1f} steps per episode, {batch // episodes_per_update} updates of "
+        f"{bandit_data.chunks_per_update} chunks each)"
     )
-    return {"supervised_frames_per_s": supervised_rate, "bandit_frames_per_s": bandit_rate}
+    return figures | {"bandit_frames_per_s": bandit_rate}
 
 
 BENCHMARKS = {"env": bench_env, "train": bench_train}
@@ -185,8 +197,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(prog="python -m blocks.bench", description=__doc__)
     parser.add_argument("which", choices=sorted(BENCHMARKS))
     parser.add_argument("--seconds", type=float, default=2.0, help="time spent on each figure")
+    parser.add_argument(
+        "--episodes-per-update", type=int, default=1, help="train: bandit episodes per Adam step"
+    )
+    parser.add_argument("--skip-supervised", action="store_true", help="train: measure the bandit only")
     args = parser.parse_args(argv)
-    figures = BENCHMARKS[args.which](seconds=args.seconds)
+    options = {}
+    if args.which == "train":
+        options = {"episodes_per_update": args.episodes_per_update, "skip_supervised": args.skip_supervised}
+    figures = BENCHMARKS[args.which](seconds=args.seconds, **options)
     print(json.dumps({k: round(v, 1) for k, v in figures.items()}))
     return figures
 

@@ -192,8 +192,9 @@ class DemonstrationDataModule(BlocksDataModule):
 class RolloutStream(IterableDataset):
     """Yields rollouts of the current policy as chunks of one or more updates; an epoch visits every example once.
 
-    Each rollout of ``rollouts_per_batch`` episodes makes ``updates_per_rollout`` optimizer steps (on disjoint
-    groups of its episodes), each accumulated over ``chunks_per_update`` backward passes.
+    Each rollout of ``rollouts_per_batch`` episodes (simulated together) makes one optimizer step per group of
+    ``episodes_per_update`` episodes, each accumulated over ``chunks_per_update`` backward passes. With 1, the
+    default, every episode gets its own Adam step, as in the original release (about 11,000 updates an epoch).
 
     Under DDP every rank takes its own shard of a shared permutation, samples with its own seed, and yields the
     same number of batches, so that no rank waits for another forever. ``position`` makes a stream resumable.
@@ -207,22 +208,20 @@ class RolloutStream(IterableDataset):
         reward: RewardConfig,
         horizon: int = HORIZON,
         rollouts_per_batch: int = 32,
-        updates_per_rollout: int = 1,
+        episodes_per_update: int = 1,
         chunks_per_update: int = 1,
         frames: int = 5,
         seed: int = 0,
     ):
-        if rollouts_per_batch % updates_per_rollout:
-            raise ValueError("data.batch_size must be a multiple of data.updates_per_rollout")
-        if not 1 <= chunks_per_update <= rollouts_per_batch // updates_per_rollout:
-            raise ValueError(
-                "data.chunks_per_update must lie in [1, episodes per update]: every episode has a frame"
-            )
+        if episodes_per_update < 1 or rollouts_per_batch % episodes_per_update:
+            raise ValueError("data.batch_size must be a positive multiple of data.episodes_per_update")
+        if not 1 <= chunks_per_update <= episodes_per_update:
+            raise ValueError("data.chunks_per_update must lie in [1, data.episodes_per_update]")
         self.examples = examples
         self.token_ids = token_ids
         self.env = VectorBlocksEnv(reward=reward, horizon=horizon, render_frames=renderer.render)
         self.rollouts_per_batch = rollouts_per_batch
-        self.updates_per_rollout = updates_per_rollout
+        self.updates_per_rollout = rollouts_per_batch // episodes_per_update
         self.chunks_per_update = chunks_per_update
         self.frames = frames
         self.seed = seed
@@ -283,19 +282,19 @@ class RolloutDataModule(BlocksDataModule):
         reward: str = "shaped",
         horizon: int = HORIZON,
         batch_size: int = 32,
-        updates_per_rollout: int = 1,
+        episodes_per_update: int = 1,
         chunks_per_update: int | None = None,
         **kwargs,
     ):
-        """``batch_size`` episodes per rollout, split into ``updates_per_rollout`` optimizer steps, each
-        accumulated over ``chunks_per_update`` backward passes."""
+        """``batch_size`` episodes per rollout, one optimizer step per ``episodes_per_update`` of them, each
+        accumulated over ``chunks_per_update`` backward passes (default: min(16, episodes_per_update))."""
         super().__init__(**kwargs)
         self.reward = RewardConfig.preset(reward)
         self.reward_name = reward
         self.horizon = horizon
         self.batch_size = batch_size
-        self.updates_per_rollout = updates_per_rollout
-        self.chunks_per_update = chunks_per_update or min(16, batch_size // updates_per_rollout)
+        self.episodes_per_update = episodes_per_update
+        self.chunks_per_update = chunks_per_update or min(16, episodes_per_update)
 
     @cached_property
     def stream(self) -> RolloutStream:
@@ -306,7 +305,7 @@ class RolloutDataModule(BlocksDataModule):
             self.reward,
             self.horizon,
             self.batch_size,
-            self.updates_per_rollout,
+            self.episodes_per_update,
             self.chunks_per_update,
             self.frames,
             self.seed,
