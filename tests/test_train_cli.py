@@ -92,3 +92,30 @@ def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
 def test_bad_configuration_fails_fast_naming_the_key(args, message, corpus_root, tmp_path):
     out = run_train([*args, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, corpus_root, check=False)
     assert out.returncode != 0 and message in out.stderr
+
+
+@pytest.mark.parametrize(
+    "ablation, check",
+    [
+        (
+            "none",
+            lambda c: c.data.reward == "shaped" and c.network.use_previous_action and c.pretrain.epochs == 2,
+        ),
+        ("no_f1", lambda c: c.data.reward == "no_f1"),
+        ("no_f2", lambda c: c.data.reward == "no_f2"),
+        ("distance_reward", lambda c: c.data.reward == "distance"),
+        (
+            "no_prev_action",
+            lambda c: c.network.use_previous_action is False and c.model.network.use_previous_action is False,
+        ),
+        ("no_sup_init", lambda c: c.pretrain.epochs == 0 and c.model.init_checkpoint is None),
+    ],
+)
+def test_ablations_compose_onto_the_bandit(ablation, check):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["model=bandit", f"ablation={ablation}"], return_hydra_config=False)
+    assert cfg.model._target_ == "blocks.learn.bandit.BanditLearner" and check(cfg)
+    assert cfg.data._target_ == "blocks.learn.data.RolloutDataModule"
+    assert cfg.trainer.gradient_clip_val is None and cfg.model.gradient_clip == 5.0
