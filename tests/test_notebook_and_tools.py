@@ -85,3 +85,23 @@ def test_notebook_runs_on_a_short_example(checkpoint, corpus_root, tmp_path):
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 3
+
+
+def test_exported_checkpoint_is_small_and_acts_the_same(checkpoint, corpus_root, tmp_path):
+    from blocks.agents.policy import PolicyAgent
+    from blocks.corpus import load_split
+    from blocks.evaluate import run_episodes
+    from blocks.learn.export import export
+    from blocks.render import Renderer
+
+    slim = export(checkpoint, tmp_path / "slim.ckpt")
+    assert slim.stat().st_size < checkpoint.stat().st_size / 2
+    examples = load_split("dev", corpus_root)[:8]
+    render = Renderer(corpus_root).render
+    full = run_episodes(
+        PolicyAgent.from_checkpoint(str(checkpoint)), examples, render_frames=render, progress=False
+    )
+    small = run_episodes(
+        PolicyAgent.from_checkpoint(str(slim)), examples, render_frames=render, progress=False
+    )
+    assert full == small
