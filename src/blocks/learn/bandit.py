@@ -27,7 +27,7 @@ class BanditLearner(PolicyLearner):
         self,
         vocabulary: list[str],
         network: dict[str, Any] | None = None,
-        lr: float = 2.5e-4,
+        lr: float = 5e-5,
         entropy_coef: float = 0.1,
         return_to_go: bool = False,
         gradient_clip: float | None = 5.0,
