@@ -44,6 +44,10 @@ class BanditLearner(PolicyLearner):
         self.frames_seen = 0
         if init_checkpoint:
             self.initialise_from(init_checkpoint, reset_direction_head)
+        # Once initialised, the weights live in this module's own checkpoints: loading one must not look for
+        # the starting file again (it may be gone). Where it came from stays on record.
+        self.hparams["initialised_from"] = init_checkpoint or self.hparams.get("initialised_from")
+        self.hparams["init_checkpoint"] = None
 
     def initialise_from(self, path: str, reset_direction_head: bool) -> None:
         """Start from another learner's policy (the supervised model), optionally with a fresh direction layer."""
