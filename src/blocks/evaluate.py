@@ -66,7 +66,6 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
     from pathlib import Path
 
     import hydra
-    from omegaconf import OmegaConf
 
     from blocks.corpus.loader import load_split
 
@@ -87,10 +86,7 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
         render_frames=render_frames,
         progress=cfg.progress,
     )
-    name = (
-        OmegaConf.select(cfg, "agent_name")
-        or hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
-    )
+    name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
     record = {"split": cfg.split, "agent": name, **summary}
     output = Path(cfg.paths.output_dir)
     output.mkdir(parents=True, exist_ok=True)

@@ -115,7 +115,8 @@ def collect_rollout(
         frame_history.push(frames)
         active = ~env.done
         rows = np.flatnonzero(active)
-        images = torch.from_numpy(frame_history.stack()[rows]).to(device)
+        stacks = frame_history.stack()  # a view; index (a copy) only when some boards have finished
+        images = torch.from_numpy(stacks if len(rows) == n else stacks[rows]).to(device)
         previous = observation["previous_action"]
         rows_t = torch.from_numpy(rows).to(device)
         distribution = policy(images, text[rows_t], torch.from_numpy(previous[rows]).to(device))
