@@ -4,6 +4,7 @@ from gymnasium.utils.env_checker import check_env
 
 from blocks.world.env import BlocksEnv
 from blocks.world.geometry import HORIZON, STOP, InvalidActionError, action_id
+from blocks.world.metrics import summarize
 from blocks.world.planner import plan
 from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
@@ -86,3 +87,15 @@ def test_finished_boards_ignore_actions_and_report_results(two_block_task):
 def test_step_before_reset_raises():
     with pytest.raises(RuntimeError, match="reset"):
         VectorBlocksEnv().step([STOP])
+
+
+def test_failed_moves_are_counted_in_the_results(two_block_task):
+    """Pushing block 1 up into the board's edge: the first moves succeed, the rest fail and are counted."""
+    env = VectorBlocksEnv()
+    env.reset([two_block_task])
+    failed = [bool(env.step([action_id(1, 2)])[4]["failed"][0]) for _ in range(10)]
+    env.step([STOP])
+    assert failed[0] is False and failed[-1] is True and failed == sorted(failed)
+    (result,) = env.results()
+    assert result.failed_moves == sum(failed) and result.steps == 11
+    assert summarize([result])["failed_move_rate"] == pytest.approx(sum(failed) / 11)

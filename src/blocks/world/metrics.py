@@ -28,10 +28,11 @@ class EpisodeResult:
     steps: int  # actions taken, STOP included
     hit_horizon: bool
     reached_goal: bool  # final D < L (the relaxed goal test)
+    failed_moves: int = 0  # moves blocked by another block or the board's edge: a stuck agent repeats them
 
 
 def summarize(results: list[EpisodeResult]) -> dict[str, float | int]:
-    """Mean and median error and min distance, mean steps, horizon and goal rates over episodes."""
+    """Mean and median error and min distance, mean steps, horizon and goal rates, share of failed moves."""
     if not results:
         raise ValueError("no episodes to summarise")
     columns = {k: np.array([asdict(r)[k] for r in results], dtype=np.float64) for k in asdict(results[0])}
@@ -44,4 +45,5 @@ def summarize(results: list[EpisodeResult]) -> dict[str, float | int]:
         "mean_steps": float(columns["steps"].mean()),
         "horizon_rate": float(columns["hit_horizon"].mean()),
         "goal_rate": float(columns["reached_goal"].mean()),
+        "failed_move_rate": float(columns["failed_moves"].sum() / max(columns["steps"].sum(), 1.0)),
     }

@@ -49,6 +49,7 @@ class VectorBlocksEnv:
         self.logo = np.array([t.decoration == "logo" for t in tasks])
         self.moves = np.zeros(n, np.int64)  # moves taken, STOP excluded (the horizon counts these)
         self.steps = np.zeros(n, np.int64)  # actions taken, STOP included
+        self.failed_moves = np.zeros(n, np.int64)
         self.done = np.zeros(n, bool)
         self.stopped = np.zeros(n, bool)
         self.error = distance_error(self.positions, self.goals, self.present)
@@ -115,6 +116,7 @@ class VectorBlocksEnv:
         self.min_error = np.minimum(self.min_error, new_error)
         self.steps += active
         self.moves += active & ~is_stop
+        self.failed_moves += active & failed
         self.previous_action = np.where(active, actions, self.previous_action)
         terminated = active & is_stop
         truncated = active & ~is_stop & (self.moves >= self.horizon)
@@ -147,6 +149,7 @@ class VectorBlocksEnv:
                 steps=int(self.steps[i]),
                 hit_horizon=bool(self.done[i] and not self.stopped[i]),
                 reached_goal=bool(self.error[i] < 1.0),  # D < L
+                failed_moves=int(self.failed_moves[i]),
             )
             for i in range(self.num_envs)
         ]
