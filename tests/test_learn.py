@@ -192,3 +192,17 @@ def test_supervised_overfits_eight_examples_until_it_replays_them(corpus_root):
     demonstrated = evaluate(DemonstrationAgent(), examples, progress=False)
     assert replayed["mean_error"] == pytest.approx(demonstrated["mean_error"], abs=1e-6)
     assert replayed["mean_steps"] == demonstrated["mean_steps"]
+
+
+def test_demonstration_route_reaches_the_labels_and_the_f2_reward(corpus_root):
+    from blocks.world.planner import plan
+
+    kwargs = dict(root=str(corpus_root), max_train_examples=4, seed=0, demonstration_route="fewest_turns")
+    steps = DemonstrationDataModule(**kwargs).steps
+    for example, labels in zip(steps.examples, steps.plans, strict=True):
+        assert np.array_equal(labels.actions, plan(example.task, route="fewest_turns").actions)
+    stream = RolloutDataModule(**kwargs).stream
+    task = stream.examples[0].task
+    assert np.array_equal(stream.env.demonstrations(task).actions, plan(task, route="fewest_turns").actions)
+    with pytest.raises(ValueError, match="demonstration_route"):
+        DemonstrationDataModule(root=str(corpus_root), demonstration_route="scenic")

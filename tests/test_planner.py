@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from blocks.world.geometry import HORIZON, STEP, STOP, action_id
 from blocks.world.planner import DemonstrationCache, moved_block, plan
@@ -50,3 +51,23 @@ def test_cache_plans_once(two_block_task):
     same = Task(two_block_task.start.copy(), two_block_task.goal.copy())
     assert cache(same) is first and len(cache) == 1
     assert np.allclose(np.diff(first.points, axis=0).__abs__().sum(axis=1), STEP)
+
+
+def test_fewest_turns_route_keeps_length_and_end_but_turns_least():
+    """Around an obstacle and on the real corpus: same moves and end cell as A*, no more turns, one of them per
+    axis on a free board."""
+    free_board = Task(np.array([[0.0, 0.0]]), np.array([[0.5, -0.3]]))
+    demo = plan(free_board, route="fewest_turns")
+    assert (demo.actions[:-1] % 4).tolist() == [1] * 5 + [3] * 3  # right along the longer axis, then down
+    detour = Task(np.array([[0.0, 0.0], [0.3, 0.0]]), np.array([[0.6, 0.0], [0.3, 0.0]]))
+    for task in (free_board, detour):
+        a, b = plan(task), plan(task, route="fewest_turns")
+        assert len(a.actions) == len(b.actions) and np.allclose(a.points[-1], b.points[-1])
+        assert not overlaps(b.points[1:], task.start[1:]).any()
+        turns = lambda d: int((np.diff(d.actions[:-1] % 4) != 0).sum())  # noqa: E731
+        assert turns(b) <= turns(a)
+
+
+def test_unknown_route_is_refused(two_block_task):
+    with pytest.raises(ValueError, match="route"):
+        plan(two_block_task, route="scenic")

@@ -8,8 +8,8 @@ and workers would fight the two cores for little gain.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from functools import cached_property
+from collections.abc import Callable, Sequence
+from functools import cached_property, partial
 
 import numpy as np
 import pytorch_lightning as pl
@@ -24,8 +24,9 @@ from blocks.learn.rollout import RolloutChunk, collect_rollout, split_update
 from blocks.model.policy import PolicyNetwork
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
-from blocks.world.planner import demonstration
+from blocks.world.planner import ROUTES, Demonstration, demonstration
 from blocks.world.rewards import RewardConfig
+from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
 
 
@@ -48,8 +49,12 @@ class BlocksDataModule(pl.LightningDataModule):
         max_val_examples: int | None = None,
         val_batch_size: int = 128,
         seed: int = 0,
+        demonstration_route: str = "astar",
     ):
         super().__init__()
+        if demonstration_route not in ROUTES:
+            raise ValueError(f"data.demonstration_route must be one of {ROUTES}, got {demonstration_route!r}")
+        self.demonstrations = partial(demonstration, route=demonstration_route)
         self.root = root
         self.image_size = image_size
         self.frames = frames
@@ -97,13 +102,18 @@ class DemonstrationSteps(Dataset):
     """
 
     def __init__(
-        self, examples: Sequence[Example], token_ids: Sequence[list[int]], renderer: Renderer, frames: int = 5
+        self,
+        examples: Sequence[Example],
+        token_ids: Sequence[list[int]],
+        renderer: Renderer,
+        frames: int = 5,
+        demonstrations: Callable[[Task], Demonstration] = demonstration,
     ):
         self.examples = examples
         self.token_ids = token_ids
         self.renderer = renderer
         self.frames = frames
-        self.plans = [demonstration(x.task) for x in examples]
+        self.plans = [demonstrations(x.task) for x in examples]
         self.index = np.array(
             [(i, t) for i, p in enumerate(self.plans) for t in range(len(p.actions))], np.int64
         )
@@ -175,7 +185,9 @@ class DemonstrationDataModule(BlocksDataModule):
             raise ValueError("data.demonstration_fraction leaves no demonstrations to learn from")
         chosen = np.sort(np.random.default_rng(self.seed).permutation(len(examples))[:keep])
         examples = [examples[i] for i in chosen]
-        return DemonstrationSteps(examples, self.token_ids(examples), self.renderer, self.frames)
+        return DemonstrationSteps(
+            examples, self.token_ids(examples), self.renderer, self.frames, self.demonstrations
+        )
 
     def train_dataloader(self) -> DataLoader:
         generator = torch.Generator().manual_seed(self.seed)
@@ -212,6 +224,7 @@ class RolloutStream(IterableDataset):
         chunks_per_update: int = 1,
         frames: int = 5,
         seed: int = 0,
+        demonstrations: Callable[[Task], Demonstration] = demonstration,
     ):
         if episodes_per_update < 1 or rollouts_per_batch % episodes_per_update:
             raise ValueError("data.batch_size must be a positive multiple of data.episodes_per_update")
@@ -219,7 +232,9 @@ class RolloutStream(IterableDataset):
             raise ValueError("data.chunks_per_update must lie in [1, data.episodes_per_update]")
         self.examples = examples
         self.token_ids = token_ids
-        self.env = VectorBlocksEnv(reward=reward, horizon=horizon, render_frames=renderer.render)
+        self.env = VectorBlocksEnv(
+            reward=reward, horizon=horizon, render_frames=renderer.render, demonstrations=demonstrations
+        )
         self.rollouts_per_batch = rollouts_per_batch
         self.updates_per_rollout = rollouts_per_batch // episodes_per_update
         self.chunks_per_update = chunks_per_update
@@ -309,6 +324,7 @@ class RolloutDataModule(BlocksDataModule):
             self.chunks_per_update,
             self.frames,
             self.seed,
+            self.demonstrations,
         )
 
     def attach_policy(self, policy: PolicyNetwork) -> None:

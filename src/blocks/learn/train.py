@@ -47,6 +47,7 @@ def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
         max_val_examples=cfg.data.max_val_examples,
         val_batch_size=cfg.data.val_batch_size,
         seed=cfg.seed,
+        demonstration_route=cfg.data.demonstration_route,
     )
     model = SupervisedLearner(
         vocabulary, OmegaConf.to_container(cfg.model.network, resolve=True), lr=cfg.pretrain.lr

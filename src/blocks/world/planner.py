@@ -5,6 +5,11 @@ plus multiples of the step (81 x 81 cells), four neighbours in direction order, 
 Euclidean distance to the goal position. Cells overlapping another block (at its start position) are blocked;
 there is no board bound. Because the goal is almost never on the grid, the target is the cell within 40 moves
 that lies closest to the goal position. Plans are deterministic and cached by (start, goal).
+
+Many paths are equally short. ``route="astar"`` keeps the one A* finds first, which zigzags irregularly
+(``LLLLDDLLDLDLDLDL``): a learner must memorise those tie-breaks, example by example. ``route="fewest_turns"``
+keeps the shortest path with the fewest turns (first along the axis with the larger distance to go), the same
+length and end point, so the direction to take follows from the board and the previous action.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from blocks.world.transitions import overlaps
 
 MOVED_THRESHOLD = 0.01
 GRID_RADIUS = 40  # cells each side of the start: 81 x 81
+ROUTES = ("astar", "fewest_turns")
 _CELL_STEPS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])  # the four directions, in grid cells
 
 
@@ -46,8 +52,10 @@ def moved_block(task: Task) -> int:
     return int(moved[0]) if len(moved) else 0
 
 
-def plan(task: Task, max_moves: int = HORIZON) -> Demonstration:
-    """A* shortest path of the moved block to the reachable cell nearest its goal."""
+def plan(task: Task, max_moves: int = HORIZON, route: str = "astar") -> Demonstration:
+    """A* shortest path of the moved block to the reachable cell nearest its goal; ``route`` breaks ties."""
+    if route not in ROUTES:
+        raise ValueError(f"unknown demonstration route {route!r}: expected one of {ROUTES}")
     block = moved_block(task)
     origin = task.start[block]
     goal = task.goal[block]
@@ -94,6 +102,8 @@ def plan(task: Task, max_moves: int = HORIZON) -> Demonstration:
         cell, direction = parent[cell]
         directions.append(direction)
     directions.reverse()
+    if route == "fewest_turns":
+        directions = _fewest_turns(~blocked, start, best, len(directions))
     points = origin + np.cumsum(np.vstack([[0.0, 0.0], DIRECTION_DELTAS[directions]]), axis=0)
     actions = [block * NUM_DIRECTIONS + d for d in directions]
     if len(directions) < max_moves:
@@ -101,25 +111,69 @@ def plan(task: Task, max_moves: int = HORIZON) -> Demonstration:
     return Demonstration(block, points, np.array(actions, dtype=np.int64))
 
 
+def _distances_to(free: np.ndarray, target: tuple[int, int], limit: int) -> np.ndarray:
+    """Moves from every free cell to ``target`` (-1: more than ``limit``), by a wavefront over the grid."""
+    distance = np.full(free.shape, -1, np.int64)
+    distance[target] = 0
+    front = np.zeros(free.shape, bool)
+    front[target] = True
+    for k in range(1, limit + 1):
+        grown = np.zeros_like(front)
+        grown[1:] |= front[:-1]
+        grown[:-1] |= front[1:]
+        grown[:, 1:] |= front[:, :-1]
+        grown[:, :-1] |= front[:, 1:]
+        front = grown & free & (distance < 0)
+        if not front.any():
+            break
+        distance[front] = k
+    return distance
+
+
+def _fewest_turns(free: np.ndarray, start: tuple[int, int], end: tuple[int, int], length: int) -> list[int]:
+    """A shortest path from ``start`` to ``end`` that keeps its direction whenever it stays on a shortest path;
+    a new direction goes along the axis with more cells still to go (ties: the first in direction order)."""
+    to_end = _distances_to(free, end, length)
+    cell, previous, directions = start, None, []
+    for remaining in range(length, 0, -1):
+        options = []
+        for direction, (di, dj) in enumerate(_CELL_STEPS):
+            nxt = (cell[0] + di, cell[1] + dj)
+            if 0 <= nxt[0] < free.shape[0] and 0 <= nxt[1] < free.shape[1] and to_end[nxt] == remaining - 1:
+                options.append(direction)
+        to_go = np.abs(np.subtract(end, cell))
+        direction = previous if previous in options else max(options, key=lambda d: to_go[0 if d < 2 else 1])
+        cell = (cell[0] + _CELL_STEPS[direction, 0], cell[1] + _CELL_STEPS[direction, 1])
+        previous = direction
+        directions.append(direction)
+    return directions
+
+
 class DemonstrationCache:
     """Plans computed once per distinct (start, goal): training never replans."""
 
-    def __init__(self) -> None:
+    def __init__(self, route: str = "astar") -> None:
+        if route not in ROUTES:
+            raise ValueError(f"unknown demonstration route {route!r}: expected one of {ROUTES}")
+        self.route = route
         self._plans: dict[bytes, Demonstration] = {}
 
     def __call__(self, task: Task) -> Demonstration:
         key = task.key()
         if key not in self._plans:
-            self._plans[key] = plan(task)
+            self._plans[key] = plan(task, route=self.route)
         return self._plans[key]
 
     def __len__(self) -> int:
         return len(self._plans)
 
 
-default_cache = DemonstrationCache()
+_caches = {route: DemonstrationCache(route) for route in ROUTES}
+default_cache = _caches["astar"]
 
 
-def demonstration(task: Task) -> Demonstration:
-    """The cached demonstration of ``task``."""
-    return default_cache(task)
+def demonstration(task: Task, route: str = "astar") -> Demonstration:
+    """The cached demonstration of ``task`` along ``route`` (see the module docstring)."""
+    if route not in _caches:
+        raise ValueError(f"unknown demonstration route {route!r}: expected one of {ROUTES}")
+    return _caches[route](task)
