@@ -24,7 +24,7 @@ from blocks.learn.rollout import RolloutChunk, collect_rollout, split_update
 from blocks.model.policy import PolicyNetwork
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
-from blocks.world.planner import ROUTES, Demonstration, demonstration
+from blocks.world.planner import Demonstration, check_route, demonstration
 from blocks.world.rewards import RewardConfig
 from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
@@ -52,9 +52,9 @@ class BlocksDataModule(pl.LightningDataModule):
         demonstration_route: str = "astar",
     ):
         super().__init__()
-        if demonstration_route not in ROUTES:
-            raise ValueError(f"data.demonstration_route must be one of {ROUTES}, got {demonstration_route!r}")
-        self.demonstrations = partial(demonstration, route=demonstration_route)
+        self.demonstrations = partial(
+            demonstration, route=check_route(demonstration_route, "data.demonstration_route")
+        )
         self.root = root
         self.image_size = image_size
         self.frames = frames

@@ -46,6 +46,13 @@ class Demonstration:
         return len(self.points) - 1
 
 
+def check_route(route: str, name: str = "demonstration route") -> str:
+    """``route`` if it is one of ``ROUTES``; otherwise an error that names the setting."""
+    if route not in ROUTES:
+        raise ValueError(f"unknown {name} {route!r}: expected one of {ROUTES}")
+    return route
+
+
 def moved_block(task: Task) -> int:
     """The first block whose start-to-goal distance exceeds 0.01 (0 when none moves)."""
     moved = np.flatnonzero(np.linalg.norm(task.goal - task.start, axis=1) > MOVED_THRESHOLD)
@@ -54,8 +61,7 @@ def moved_block(task: Task) -> int:
 
 def plan(task: Task, max_moves: int = HORIZON, route: str = "astar") -> Demonstration:
     """A* shortest path of the moved block to the reachable cell nearest its goal; ``route`` breaks ties."""
-    if route not in ROUTES:
-        raise ValueError(f"unknown demonstration route {route!r}: expected one of {ROUTES}")
+    check_route(route)
     block = moved_block(task)
     origin = task.start[block]
     goal = task.goal[block]
@@ -153,9 +159,7 @@ class DemonstrationCache:
     """Plans computed once per distinct (start, goal): training never replans."""
 
     def __init__(self, route: str = "astar") -> None:
-        if route not in ROUTES:
-            raise ValueError(f"unknown demonstration route {route!r}: expected one of {ROUTES}")
-        self.route = route
+        self.route = check_route(route)
         self._plans: dict[bytes, Demonstration] = {}
 
     def __call__(self, task: Task) -> Demonstration:
@@ -174,6 +178,4 @@ default_cache = _caches["astar"]
 
 def demonstration(task: Task, route: str = "astar") -> Demonstration:
     """The cached demonstration of ``task`` along ``route`` (see the module docstring)."""
-    if route not in _caches:
-        raise ValueError(f"unknown demonstration route {route!r}: expected one of {ROUTES}")
-    return _caches[route](task)
+    return _caches[check_route(route)](task)
