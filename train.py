@@ -1,4 +1,4 @@
-"""Train a learner: ``python train.py model=<supervised|bandit|reinforce> [trainer.devices=2] [experiment=smoke]``."""
+"""Train a learner: ``python train.py model=<supervised|bandit|reinforce|oracle> [trainer.devices=2] [experiment=smoke]``."""
 
 import hydra
 from omegaconf import DictConfig

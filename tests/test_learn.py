@@ -148,12 +148,23 @@ def test_stream_state_resumes_where_it_stopped(corpus_root):
     assert len(batches) == len(first.train_dataloader()) == 6
     assert [b.last for b in batches] == [False, True] * 3
     resumed = fresh()
-    resumed.load_state_dict({"epoch": 0, "position": 2})
+    resumed.load_state_dict({"epoch": 0, "consumed": 4})
     last = list(resumed.train_dataloader())
     assert len(last) == 2 and torch.equal(last[0].rollout.frames, batches[4].rollout.frames)
     assert torch.equal(last[1].rollout.block, batches[5].rollout.block)
-    assert resumed.state_dict() == {"epoch": 0, "position": 3}
+    assert resumed.state_dict() == {"epoch": 0, "consumed": 6}
     assert len(list(resumed.train_dataloader())) == 6 and resumed.state_dict()["epoch"] == 1
+    # Mid-rollout (a checkpoint taken between an update's chunks): the rollout is collected again and the
+    # batches already trained on are skipped, so the epoch still has exactly len() batches.
+    middle = fresh()
+    middle.load_state_dict({"epoch": 0, "consumed": 3})
+    rest = list(middle.train_dataloader())
+    assert [b.last for b in rest] == [True, False, True]
+    assert torch.equal(rest[0].steps, batches[3].steps) and torch.equal(rest[0].boards, batches[3].boards)
+    # Checkpoints written before the count was per batch saved whole rollouts as "position".
+    old = fresh()
+    old.load_state_dict({"epoch": 0, "position": 2})
+    assert old.stream.consumed == 4
 
 
 def test_supervised_batches_hold_the_demonstration_contexts(corpus_root):
@@ -206,3 +217,65 @@ def test_demonstration_route_reaches_the_labels_and_the_f2_reward(corpus_root):
     assert np.array_equal(stream.env.demonstrations(task).actions, plan(task, route="fewest_turns").actions)
     with pytest.raises(ValueError, match="demonstration_route"):
         DemonstrationDataModule(root=str(corpus_root), demonstration_route="scenic")
+
+
+def test_oracle_learner_raises_the_likelihood_of_the_oracle_actions(renderer, two_block_task):
+    """Rollouts labelled by the oracle; a few updates make its good actions likelier on the states visited."""
+    from blocks.learn.oracle import OracleLearner
+    from blocks.world.planner import Oracle
+
+    torch.manual_seed(0)
+    learner = OracleLearner(VOCAB, lr=1e-3)
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    tokens, lengths = torch.tensor([[2, 3], [2, 4]]), torch.tensor([2, 2])
+    rollout = collect_rollout(
+        learner.policy, env, [two_block_task] * 2, tokens, lengths, torch.Generator().manual_seed(0),
+        oracle=Oracle(),
+    )  # fmt: skip
+    assert rollout.oracle_block.tolist() == [0, 0]
+    active = rollout.active
+    assert (
+        rollout.oracle_directions.shape == (*active.shape, 5)
+        and rollout.oracle_directions[active].any(1).all()
+    )
+
+    def oracle_loss() -> float:
+        with torch.no_grad():
+            (chunk,) = split_update(rollout, slice(0, 2), 1)
+            images = gather_stacks(rollout.frames, chunk.steps, chunk.boards)
+            text = learner.policy.encode_instruction(rollout.tokens, rollout.lengths)[chunk.boards]
+            out = learner.policy(images, text, rollout.previous_action[chunk.steps, chunk.boards])
+            return float(learner.objective(rollout, chunk.steps, chunk.boards, out)[0])
+
+    before = oracle_loss()
+    fit_on(learner, split_update(rollout, slice(0, 2), 1) * 5, max_epochs=1)
+    assert oracle_loss() < before - 0.1
+
+
+def test_oracle_learner_refuses_rollouts_without_labels(two_block_task):
+    from blocks.learn.oracle import OracleLearner
+
+    learner = OracleLearner(VOCAB)
+    rollout = one_step_rollout(0.0)
+    (chunk,) = split_update(rollout, slice(0, 1), 1)
+    with pytest.raises(RuntimeError, match="oracle labels"):
+        fit_on(learner, [chunk], max_epochs=1)
+    with pytest.raises(ValueError, match="model.oracle_rollin must lie in"):
+        OracleLearner(VOCAB, oracle_rollin=1.5)
+
+
+def test_oracle_rollin_one_follows_the_oracle_to_the_goal(renderer, two_block_task):
+    """With oracle_rollin=1 every action is one of the oracle's good ones: the block walks to its goal and stops."""
+    from blocks.world.planner import Oracle
+
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    tokens, lengths = torch.tensor([[2, 3], [2, 4]]), torch.tensor([2, 2])
+    rollout = collect_rollout(
+        PolicyNetwork(len(VOCAB)), env, [two_block_task] * 2, tokens, lengths, torch.Generator().manual_seed(0),
+        oracle=Oracle(), oracle_rollin=1.0,
+    )  # fmt: skip
+    active = rollout.active
+    taken = rollout.oracle_directions.gather(2, rollout.direction[..., None]).squeeze(2)
+    assert taken[active].all() and (rollout.block[active] == 0).all()
+    assert rollout.final_error.tolist() == pytest.approx([0.0, 0.0], abs=1e-6)
+    assert active.sum(0).tolist() == [6, 6]  # five moves right, then STOP

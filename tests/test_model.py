@@ -87,3 +87,23 @@ def test_initialisation_follows_the_paper():
     before = net.direction_head.weight.clone()
     net.reset_direction_head()
     assert not torch.equal(before, net.direction_head.weight) and net.direction_head.bias.abs().max() == 0
+
+
+def test_dropout_is_off_by_default_and_only_active_in_training():
+    torch.manual_seed(0)
+    images = torch.randint(0, 256, (4, 15, 120, 120), dtype=torch.uint8)
+    tokens, lengths = torch.tensor([[2, 3, 4]] * 4), torch.tensor([3] * 4)
+    previous = torch.full((4,), -1)
+
+    def logits(network):
+        return network(images, network.encode_instruction(tokens, lengths), previous).block.logits
+
+    plain = PolicyNetwork(10)
+    assert torch.equal(logits(plain), logits(plain))
+    noisy = PolicyNetwork(10, dropout=0.5)
+    noisy.load_state_dict(plain.state_dict())  # no weights of its own: old checkpoints load
+    assert not torch.allclose(logits(noisy), logits(plain))
+    noisy.eval()
+    assert torch.allclose(logits(noisy), logits(plain))
+    with pytest.raises(ValueError, match="network.dropout"):
+        PolicyNetwork(10, dropout=1.0)

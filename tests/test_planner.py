@@ -71,3 +71,68 @@ def test_fewest_turns_route_keeps_length_and_end_but_turns_least():
 def test_unknown_route_is_refused(two_block_task):
     with pytest.raises(ValueError, match="route"):
         plan(two_block_task, route="scenic")
+
+
+def _oracle_labels(oracle, task, positions):
+    from blocks.world.transitions import pad_boards
+
+    padded, _ = pad_boards([np.asarray(positions)])
+    block, good = oracle([task], padded)
+    return int(block[0]), good[0]
+
+
+def test_oracle_labels_every_state_with_all_shortest_directions(two_block_task):
+    from blocks.world.planner import Oracle
+
+    oracle = Oracle()
+    # On the way: only right (dir 1) shortens the path; at the end cell only STOP.
+    block, good = _oracle_labels(oracle, two_block_task, two_block_task.start)
+    assert block == 0 and good.tolist() == [False, True, False, False, False]
+    block, good = _oracle_labels(oracle, two_block_task, [[0.5, 0.0], [-0.8, 0.8]])
+    assert good.tolist() == [False, False, False, False, True]
+    # Strayed up and left (states no demonstration visits): right and down are both on shortest paths.
+    _, good = _oracle_labels(oracle, two_block_task, [[-0.2, 0.3], [-0.8, 0.8]])
+    assert good.tolist() == [False, True, False, True, False]
+    # Overshot: back left.
+    _, good = _oracle_labels(oracle, two_block_task, [[0.7, 0.0], [-0.8, 0.8]])
+    assert good.tolist() == [True, False, False, False, False]
+    # With stop_radius=1, STOP is good one move from the end cell as well, and only there.
+    near = Oracle(stop_radius=1)
+    assert _oracle_labels(near, two_block_task, [[0.6, 0.0], [-0.8, 0.8]])[1].tolist() == [1, 0, 0, 0, 1]
+    assert _oracle_labels(near, two_block_task, [[0.4, 0.0], [-0.8, 0.8]])[1].tolist() == [0, 1, 0, 0, 1]
+    assert _oracle_labels(near, two_block_task, [[0.3, 0.0], [-0.8, 0.8]])[1].tolist() == [0, 1, 0, 0, 0]
+    with pytest.raises(ValueError, match="stop_radius"):
+        Oracle(stop_radius=-1)
+
+
+def test_oracle_walls_are_where_the_other_blocks_stand_now(two_block_task):
+    from blocks.world.planner import Oracle
+
+    oracle = Oracle()
+    _, free = _oracle_labels(oracle, two_block_task, two_block_task.start)
+    # The other block, pushed right next to block 0's path: going right is blocked, the detour goes up or down.
+    _, walled = _oracle_labels(oracle, two_block_task, [[0.0, 0.0], [0.2, 0.0]])
+    assert free[1] and not walled[1] and (walled[2] or walled[3])
+    # The board's edge is a wall too (demonstrations ignore it): a block at the right edge with another right
+    # above it detours to the left only, though the detour to the right (off the board) is as short.
+    edge = Task(np.array([[1.2, 0.0], [1.2, 0.2]]), np.array([[1.2, 0.5], [1.2, 0.2]]))
+    _, good = _oracle_labels(oracle, edge, edge.start)
+    assert good.tolist() == [True, False, False, False, False]
+
+
+def test_oracle_agrees_with_every_demonstration_step(corpus_root):
+    """On 300 real training examples, every demonstration action is one of the oracle's good actions."""
+    from blocks.corpus.loader import load_split
+    from blocks.world.planner import Oracle, demonstration
+
+    oracle = Oracle("fewest_turns")
+    checked = 0
+    for example in load_split("train", corpus_root, exclude_tune=True)[:300]:
+        demo = demonstration(example.task, "fewest_turns")
+        for k, action in enumerate(demo.actions):
+            positions = example.task.start.copy()
+            positions[demo.block] = demo.points[k]
+            block, good = _oracle_labels(oracle, example.task, positions)
+            assert block == demo.block and good[4 if action == STOP else action % 4]
+            checked += 1
+    assert checked > 3000

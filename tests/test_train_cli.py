@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from blocks.agents.policy import PolicyAgent
+
 from .conftest import REPO
 
 
@@ -30,7 +32,7 @@ def val_errors(run: Path) -> list[float]:
     return [float(r["val/mean_error"]) for r in rows if r.get("val/mean_error")]
 
 
-@pytest.mark.parametrize("model", ["supervised", "bandit", "reinforce"])
+@pytest.mark.parametrize("model", ["supervised", "bandit", "reinforce", "oracle"])
 def test_smoke_experiment_on_two_processes(model, corpus_root, tmp_path):
     run = tmp_path / "run"
     run_train(
@@ -43,7 +45,12 @@ def test_smoke_experiment_on_two_processes(model, corpus_root, tmp_path):
     if model != "supervised":
         assert (run / "pretrain" / "checkpoints" / "pretrain.ckpt").is_file()
         hparams = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]
-        assert hparams["return_to_go"] == (model == "reinforce")
+        assert hparams["kind"] == ("oracle" if model == "oracle" else "bandit")
+        assert hparams["return_to_go"] == (model == "reinforce") or model == "oracle"
+        agent = PolicyAgent.from_checkpoint(
+            str(run / "checkpoints" / "last.ckpt")
+        )  # any kind loads in one call
+        assert agent.policy.frames == 5
 
 
 def test_resume_from_last_checkpoint_continues_at_the_right_step(corpus_root, tmp_path):
@@ -63,7 +70,35 @@ def test_resume_from_last_checkpoint_continues_at_the_right_step(corpus_root, tm
     assert after["global_step"] == 32 and after["epoch"] == 1
     assert after["frames_seen"] > before["frames_seen"]
     assert not (second / "pretrain").exists()  # the weights come from the checkpoint, not a new pretraining
-    assert after["RolloutDataModule"] == {"epoch": 1, "position": 2}  # the stream's place, saved by Lightning
+    assert after["RolloutDataModule"] == {
+        "epoch": 1,
+        "consumed": 16,
+    }  # the stream's place, saved by Lightning
+
+
+def test_resume_from_a_mid_epoch_checkpoint_finishes_that_epoch(corpus_root, tmp_path):
+    """Validating (and checkpointing) twice an epoch, then resuming from the middle: the epoch ends at its
+    16th batch as it would have, validates there and saves its last checkpoint."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    name = "callbacks.model_checkpoint.filename='s{step:03d}'"
+    mid_epoch = [
+        "model=bandit",
+        "experiment=smoke",
+        "trainer.max_epochs=1",
+        "+trainer.val_check_interval=0.5",
+        name,
+    ]
+    run_train([*mid_epoch, f"hydra.run.dir={first}"], tmp_path, corpus_root)
+    middle = torch.load(first / "checkpoints" / "s008.ckpt", weights_only=False)
+    assert middle["RolloutDataModule"] == {"epoch": 0, "consumed": 8} and middle["global_step"] == 8
+    run_train(
+        [*mid_epoch, f"ckpt_path={first}/checkpoints/s008.ckpt", f"hydra.run.dir={second}"],
+        tmp_path,
+        corpus_root,
+    )
+    end = torch.load(second / "checkpoints" / "last.ckpt", weights_only=False)
+    assert end["global_step"] == 16 and end["RolloutDataModule"] == {"epoch": 0, "consumed": 16}
+    assert (second / "checkpoints" / "s016.ckpt").is_file() and len(val_errors(second)) == 1
 
 
 def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):

@@ -3,9 +3,11 @@
 from blocks.learn.bandit import BanditLearner
 from blocks.learn.base import PolicyLearner, load_learner
 from blocks.learn.data import DemonstrationDataModule, RolloutDataModule
+from blocks.learn.on_policy import RolloutLearner
+from blocks.learn.oracle import OracleLearner
 from blocks.learn.supervised import SupervisedLearner
 
 __all__ = [
-    "BanditLearner", "DemonstrationDataModule", "PolicyLearner", "RolloutDataModule", "SupervisedLearner",
-    "load_learner",
+    "BanditLearner", "DemonstrationDataModule", "OracleLearner", "PolicyLearner", "RolloutDataModule",
+    "RolloutLearner", "SupervisedLearner", "load_learner",
 ]  # fmt: skip

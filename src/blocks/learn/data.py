@@ -24,7 +24,7 @@ from blocks.learn.rollout import RolloutChunk, collect_rollout, split_update
 from blocks.model.policy import PolicyNetwork
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
-from blocks.world.planner import Demonstration, check_route, demonstration
+from blocks.world.planner import Demonstration, Oracle, check_route, demonstration
 from blocks.world.rewards import RewardConfig
 from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
@@ -52,9 +52,8 @@ class BlocksDataModule(pl.LightningDataModule):
         demonstration_route: str = "astar",
     ):
         super().__init__()
-        self.demonstrations = partial(
-            demonstration, route=check_route(demonstration_route, "data.demonstration_route")
-        )
+        self.demonstration_route = check_route(demonstration_route, "data.demonstration_route")
+        self.demonstrations = partial(demonstration, route=demonstration_route)
         self.root = root
         self.image_size = image_size
         self.frames = frames
@@ -209,7 +208,10 @@ class RolloutStream(IterableDataset):
     default, every episode gets its own Adam step, as in the original release (about 11,000 updates an epoch).
 
     Under DDP every rank takes its own shard of a shared permutation, samples with its own seed, and yields the
-    same number of batches, so that no rank waits for another forever. ``position`` makes a stream resumable.
+    same number of batches, so that no rank waits for another forever. ``consumed`` (batches of this epoch
+    already trained on) makes a stream resumable to the batch: the rollout in progress is collected again and its
+    first batches skipped, so a run resumed from a mid-epoch checkpoint ends its epoch exactly where Lightning
+    expects it to (and validates there).
     """
 
     def __init__(
@@ -225,6 +227,7 @@ class RolloutStream(IterableDataset):
         frames: int = 5,
         seed: int = 0,
         demonstrations: Callable[[Task], Demonstration] = demonstration,
+        oracle: Oracle | None = None,
     ):
         if episodes_per_update < 1 or rollouts_per_batch % episodes_per_update:
             raise ValueError("data.batch_size must be a positive multiple of data.episodes_per_update")
@@ -241,17 +244,21 @@ class RolloutStream(IterableDataset):
         self.frames = frames
         self.seed = seed
         self.policy: PolicyNetwork | None = None
+        self.oracle = oracle  # labels every visited state (the oracle learner); None for the bandit
+        self.oracle_rollin = 0.0  # probability of the oracle's action at each step (with an oracle)
         self.epoch = 0
-        self.position = (
-            0  # rollouts already used in this epoch; Lightning stops at len() without exhausting us
-        )
+        self.consumed = 0  # batches of this epoch handed out; Lightning stops at len() without exhausting us
 
     def rollouts_per_epoch(self) -> int:
         _, world = distributed_rank()
         return math.ceil(len(self.examples) / (world * self.rollouts_per_batch))
 
+    @property
+    def batches_per_rollout(self) -> int:
+        return self.updates_per_rollout * self.chunks_per_update
+
     def __len__(self) -> int:
-        return self.rollouts_per_epoch() * self.updates_per_rollout * self.chunks_per_update
+        return self.rollouts_per_epoch() * self.batches_per_rollout
 
     def shard(self, epoch: int) -> np.ndarray:
         """This rank's example indices for ``epoch``: a shared permutation, dealt round-robin, padded to equal length."""
@@ -264,13 +271,14 @@ class RolloutStream(IterableDataset):
     def __iter__(self):
         if self.policy is None:
             raise RuntimeError("RolloutStream has no policy: the learner attaches it at fit start")
-        if self.position >= self.rollouts_per_epoch():  # the last epoch was used up: start the next one
+        if self.consumed >= len(self):  # the last epoch was used up: start the next one
             self.epoch += 1
-            self.position = 0
+            self.consumed = 0
         rank, _ = distributed_rank()
         shard = self.shard(self.epoch)
         chunk = self.rollouts_per_batch // self.updates_per_rollout
-        for r in range(self.position, self.rollouts_per_epoch()):
+        first, skip = divmod(self.consumed, self.batches_per_rollout)
+        for r in range(first, self.rollouts_per_epoch()):
             chosen = shard[r * self.rollouts_per_batch : (r + 1) * self.rollouts_per_batch]
             seed = np.random.SeedSequence([self.seed, rank, self.epoch, r]).generate_state(1, np.uint64)[0]
             generator = torch.Generator().manual_seed(int(seed) % (2**63))
@@ -283,10 +291,18 @@ class RolloutStream(IterableDataset):
                 lengths,
                 generator,
                 self.frames,
+                self.oracle,
+                self.oracle_rollin,
             )
-            self.position = r + 1
-            for u in range(self.updates_per_rollout):
-                yield from split_update(rollout, slice(u * chunk, (u + 1) * chunk), self.chunks_per_update)
+            batches = [
+                piece
+                for u in range(self.updates_per_rollout)
+                for piece in split_update(rollout, slice(u * chunk, (u + 1) * chunk), self.chunks_per_update)
+            ]
+            for batch in batches[skip:]:
+                self.consumed += 1
+                yield batch
+            skip = 0
 
 
 class RolloutDataModule(BlocksDataModule):
@@ -327,19 +343,37 @@ class RolloutDataModule(BlocksDataModule):
             self.demonstrations,
         )
 
-    def attach_policy(self, policy: PolicyNetwork) -> None:
+    def attach_policy(
+        self, policy: PolicyNetwork, oracle: bool = False, oracle_rollin: float = 0.0, stop_radius: int = 0
+    ) -> None:
+        """Roll out ``policy`` from now on; with ``oracle``, label each visited state with the oracle's actions
+        (see :class:`Oracle` for ``stop_radius``) and take them instead of the policy's with probability
+        ``oracle_rollin``."""
         self.stream.policy = policy
+        self.stream.oracle = Oracle(self.demonstration_route, stop_radius) if oracle else None
+        self.stream.oracle_rollin = oracle_rollin
 
     def train_dataloader(self) -> DataLoader:
         return DataLoader(self.stream, batch_size=None, collate_fn=_identity)
 
     def state_dict(self) -> dict[str, int]:
-        """Where the stream stands, saved in checkpoints: the epoch and the rollouts already used in it."""
-        return {"epoch": self.stream.epoch, "position": self.stream.position}
+        """Where the stream stands, saved in checkpoints: the epoch and the batches of it already trained on.
+
+        While fitting, the count is the trainer's: the stream itself has handed out one batch more (Lightning
+        fetches the next batch before the step on the current one).
+        """
+        consumed = self.stream.consumed
+        trainer = self.trainer
+        if trainer is not None and trainer.training:
+            consumed = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        return {"epoch": self.stream.epoch, "consumed": int(consumed)}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         self.stream.epoch = int(state["epoch"])
-        self.stream.position = int(state["position"])
+        if "consumed" in state:
+            self.stream.consumed = int(state["consumed"])
+        else:  # checkpoints before 2026-11-26 counted whole rollouts
+            self.stream.consumed = int(state["position"]) * self.stream.batches_per_rollout
 
 
 def _identity(batch: RolloutChunk) -> RolloutChunk:

@@ -16,6 +16,7 @@ import torch
 from blocks.model.distribution import to_action
 from blocks.model.policy import PolicyNetwork
 from blocks.render.history import FrameHistory
+from blocks.world.planner import Oracle
 from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
 
@@ -33,6 +34,9 @@ class Rollout:
     tokens: torch.Tensor  # (B, L) long
     lengths: torch.Tensor  # (B,) long
     final_error: torch.Tensor  # (B,) float: distance error at the end of each episode
+    # With an oracle: the moved block (B,) and, at each step, the directions on a shortest path (T, B, 5) bool
+    oracle_block: torch.Tensor | None = None
+    oracle_directions: torch.Tensor | None = None
 
     @property
     def num_frames(self) -> int:
@@ -100,8 +104,15 @@ def collect_rollout(
     lengths: torch.Tensor,
     generator: torch.Generator,
     history: int = 5,
+    oracle: Oracle | None = None,
+    oracle_rollin: float = 0.0,
 ) -> Rollout:
-    """Run one episode per task with the sampling policy; only boards still acting go through the network."""
+    """Run one episode per task with the sampling policy; only boards still acting go through the network.
+
+    With an ``oracle``, every visited state is also labelled with the directions that lead best to the goal, and
+    at each step each board takes the oracle's action instead of the policy's with probability ``oracle_rollin``
+    (one of its good directions at random): DAgger's mixture, which brings the learner to the goal more often.
+    """
     device = next(policy.parameters()).device
     observation, _ = env.reset(tasks)
     n = len(tasks)
@@ -110,6 +121,7 @@ def collect_rollout(
     steps: dict[str, list[np.ndarray]] = {
         k: [] for k in ("frames", "previous", "block", "direction", "reward", "active")
     }
+    oracle_directions, oracle_block = [], None
     while not env.all_done:
         frames = observation["image"]
         frame_history.push(frames)
@@ -125,6 +137,15 @@ def collect_rollout(
         direction = np.full(n, 4, np.int64)
         block[rows] = block_rows.cpu().numpy()
         direction[rows] = direction_rows.cpu().numpy()
+        if oracle is not None:
+            oracle_block, good = oracle(tasks, env.positions)
+            oracle_directions.append(good)
+            if oracle_rollin > 0:
+                take = (torch.rand(n, generator=generator).numpy() < oracle_rollin) & active
+                weights = torch.from_numpy(good.astype(np.float32))
+                pick = torch.multinomial(weights, 1, generator=generator).squeeze(1).numpy()
+                block = np.where(take, oracle_block, block)
+                direction = np.where(take, pick, direction)
         actions = to_action(torch.from_numpy(block), torch.from_numpy(direction)).numpy()
         observation, reward, _, _, _ = env.step(actions)
         for key, value in zip(
@@ -142,4 +163,6 @@ def collect_rollout(
         tokens=tokens,
         lengths=lengths,
         final_error=torch.from_numpy(env.error.astype(np.float32)),
+        oracle_block=None if oracle is None else torch.from_numpy(oracle_block),
+        oracle_directions=None if oracle is None else torch.from_numpy(np.stack(oracle_directions)),
     )

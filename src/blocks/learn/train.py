@@ -14,8 +14,6 @@ from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger(__name__)
 
-KNOWN_MODELS = ("supervised", "bandit", "reinforce")
-
 
 def _instantiate_all(group: DictConfig | None) -> list[Any]:
     return [hydra.utils.instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]

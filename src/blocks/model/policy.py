@@ -83,8 +83,11 @@ class PolicyNetwork(nn.Module):
         direction_embedding_dim: int = 24,
         hidden_dim: int = 120,
         use_previous_action: bool = True,
+        dropout: float = 0.0,
     ):
         super().__init__()
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"network.dropout must lie in [0, 1), got {dropout}")
         self.frames = frames
         self.use_previous_action = use_previous_action
         self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
@@ -97,6 +100,8 @@ class PolicyNetwork(nn.Module):
                 NUM_DIRECTIONS + 2, direction_embedding_dim
             )  # 4 moves, STOP, NONE
             action_dim = block_embedding_dim + direction_embedding_dim
+        # Not in the paper: dropout on the joint features, against the overfitting we measured (0 = off).
+        self.dropout = nn.Dropout(dropout)
         self.hidden = nn.Linear(image_dim + text_dim + action_dim, hidden_dim)
         self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
         self.direction_head = nn.Linear(hidden_dim, NUM_DIRECTIONS + 1)
@@ -158,5 +163,5 @@ class PolicyNetwork(nn.Module):
         parts = [self.image_encoder(standardize(images)), instruction]
         if self.use_previous_action:
             parts.append(self.embed_previous_action(previous_action))
-        hidden = F.relu(self.hidden(torch.cat(parts, dim=1)))
+        hidden = F.relu(self.hidden(self.dropout(torch.cat(parts, dim=1))))
         return FactoredActionDistribution(self.block_head(hidden), self.direction_head(hidden))

@@ -16,11 +16,20 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from blocks.world.geometry import DIRECTION_DELTAS, HORIZON, NUM_DIRECTIONS, STEP, STOP
+from blocks.world.geometry import (
+    BOARD_HALF,
+    DIRECTION_DELTAS,
+    HORIZON,
+    NUM_DIRECTIONS,
+    STEP,
+    STOP,
+    STOP_DIRECTION,
+)
 from blocks.world.task import Task
 from blocks.world.transitions import overlaps
 
@@ -179,3 +188,75 @@ default_cache = _caches["astar"]
 def demonstration(task: Task, route: str = "astar") -> Demonstration:
     """The cached demonstration of ``task`` along ``route`` (see the module docstring)."""
     return _caches[check_route(route)](task)
+
+
+# -- the oracle: best directions from any board state --------------------------------------------------------------
+_ORACLE_LIMIT = 120  # moves: more than any state within the horizon of the start needs
+
+
+class Oracle:
+    """Which directions of the moved block lie on a shortest path to its demonstration's end cell, from any state.
+
+    Demonstrations label only the states on their own path; a learner that strays (a failed move, a wrong turn)
+    never sees a label for where it stands. The oracle labels every state: it keeps, per task, the moves to the
+    end cell from every cell of the task's grid, with the board's edge and the other blocks (where they stand
+    now) as walls. All equally good directions are returned, so no tie-break is imposed on the learner.
+
+    ``stop_radius`` > 0 also counts STOP as good within that many moves of the end cell (one move is 0.66 block
+    lengths of error): a learner that cannot see to the step where the goal is may then stop beside it rather
+    than step to and fro until the horizon.
+    """
+
+    def __init__(self, route: str = "astar", stop_radius: int = 0) -> None:
+        if stop_radius < 0:
+            raise ValueError(f"stop_radius must be >= 0, got {stop_radius}")
+        self.route = check_route(route)
+        self.stop_radius = stop_radius
+        self._fields: dict[bytes, tuple[bytes, np.ndarray]] = {}
+
+    def _field(self, task: Task, block: int, end: tuple[int, int], others: np.ndarray) -> np.ndarray:
+        walls = others.tobytes()
+        key = task.key()
+        cached = self._fields.get(key)
+        if cached is None or cached[0] != walls:
+            origin = task.start[block]
+            offsets = np.arange(-GRID_RADIUS, GRID_RADIUS + 1)
+            grid = origin + STEP * np.stack(np.meshgrid(offsets, offsets, indexing="ij"), axis=-1)
+            free = (np.abs(grid) <= BOARD_HALF).all(axis=-1)
+            if len(others):
+                free &= ~overlaps(grid, others).any(axis=-1)
+            free[end] = True  # the end cell is reachable by construction of the demonstration
+            distance = _distances_to(free, end, _ORACLE_LIMIT).astype(np.int8)
+            cached = (walls, distance)
+            self._fields[key] = cached
+        return cached[1]
+
+    def __call__(self, tasks: Sequence[Task], positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(moved block ``(N,)``, good directions ``(N, 5)`` bool; index 4 is STOP) for padded ``positions``."""
+        blocks = np.zeros(len(tasks), np.int64)
+        good = np.zeros((len(tasks), NUM_DIRECTIONS + 1), bool)
+        for i, task in enumerate(tasks):
+            demo = _caches[self.route](task)
+            block = blocks[i] = demo.block
+            n = task.num_blocks
+            here = positions[i, block]
+            others = np.delete(positions[i, :n], block, axis=0)
+            end = tuple(np.rint((demo.points[-1] - task.start[block]) / STEP).astype(int) + GRID_RADIUS)
+            cell = tuple(np.rint((here - task.start[block]) / STEP).astype(int) + GRID_RADIUS)
+            if cell == end:
+                good[i, STOP_DIRECTION] = True
+                continue
+            distance = self._field(task, block, end, others)
+            size = distance.shape[0]
+            neighbours = [(cell[0] + di, cell[1] + dj) for di, dj in _CELL_STEPS]
+            inside = [0 <= a < size and 0 <= b < size for a, b in neighbours]
+            d_here = distance[cell] if all(0 <= c < size for c in cell) else -1
+            if d_here > 0:
+                good[i, STOP_DIRECTION] = d_here <= self.stop_radius
+                good[i, :NUM_DIRECTIONS] = [
+                    ok and distance[nb] == d_here - 1 for ok, nb in zip(inside, neighbours, strict=True)
+                ]
+            if not good[i].any():  # walled in or off the grid: head straight for the end cell
+                gap = np.subtract(end, cell)
+                good[i, :NUM_DIRECTIONS] = [gap[0] < 0, gap[0] > 0, gap[1] > 0, gap[1] < 0]
+        return blocks, good

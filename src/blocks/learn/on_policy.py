@@ -1,0 +1,107 @@
+"""What the learners that train on their own rollouts share: a starting policy, the update loop, the frame count.
+
+Each update uses a fresh rollout of the current policy (see ``RolloutStream``). Its frames arrive in chunks;
+their gradients accumulate and Adam steps after the last chunk, with the gradient norm clipped at
+``gradient_clip``. Subclasses say what to minimise on a chunk (:meth:`RolloutLearner.objective`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from blocks.learn.base import PolicyLearner
+from blocks.learn.rollout import Rollout, RolloutChunk, gather_stacks
+from blocks.model.distribution import FactoredActionDistribution
+
+
+class RolloutLearner(PolicyLearner):
+    kind = "rollout"
+
+    def __init__(
+        self,
+        vocabulary: list[str],
+        network: dict[str, Any] | None = None,
+        lr: float = 5e-5,
+        gradient_clip: float | None = 5.0,
+        init_checkpoint: str | None = None,
+        reset_direction_head: bool = True,
+        **extra: Any,
+    ):
+        super().__init__(vocabulary, network, lr, gradient_clip=gradient_clip, init_checkpoint=init_checkpoint,
+                         reset_direction_head=reset_direction_head, **extra)  # fmt: skip
+        self.automatic_optimization = False  # one Adam step per update, after its chunks
+        self.frames_seen = 0
+        if init_checkpoint:
+            self.initialise_from(init_checkpoint, reset_direction_head)
+        # Once initialised, the weights live in this module's own checkpoints: loading one must not look for
+        # the starting file again (it may be gone). Where it came from stays on record.
+        self.hparams["initialised_from"] = init_checkpoint or self.hparams.get("initialised_from")
+        self.hparams["init_checkpoint"] = None
+
+    def initialise_from(self, path: str, reset_direction_head: bool) -> None:
+        """Start from another learner's policy (the supervised model), optionally with a fresh direction layer."""
+        state = torch.load(path, map_location="cpu", weights_only=False)["state_dict"]
+        policy_state = {k.removeprefix("policy."): v for k, v in state.items() if k.startswith("policy.")}
+        self.policy.load_state_dict(policy_state)
+        if reset_direction_head:
+            self.policy.reset_direction_head()
+
+    def on_fit_start(self) -> None:
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if datamodule is not None:
+            if not hasattr(datamodule, "attach_policy"):
+                raise TypeError(f"model={self.kind} learns from on-policy rollouts: use data=rollouts")
+            datamodule.attach_policy(self.policy, **self.rollout_options())
+
+    def rollout_options(self) -> dict[str, Any]:
+        """How the data module rolls out for this learner (see ``RolloutDataModule.attach_policy``)."""
+        return {}
+
+    def objective(
+        self,
+        rollout: Rollout,
+        steps: torch.Tensor,
+        boards: torch.Tensor,
+        distribution: FactoredActionDistribution,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """(loss to minimise, figures to log) on the chunk's (step, board) pairs."""
+        raise NotImplementedError
+
+    def training_step(self, chunk: RolloutChunk, batch_idx: int) -> torch.Tensor:
+        rollout, steps, boards = chunk.rollout, chunk.steps, chunk.boards
+        # Encode each instruction once, however many of its frames the chunk holds.
+        unique_boards, board_of_frame = torch.unique(boards, return_inverse=True)
+        text = self.policy.encode_instruction(rollout.tokens[unique_boards], rollout.lengths[unique_boards])
+        images = gather_stacks(rollout.frames, steps, boards, self.policy.frames)
+        distribution = self.policy(images, text[board_of_frame], rollout.previous_action[steps, boards])
+        loss, figures = self.objective(rollout, steps, boards, distribution)
+
+        self.manual_backward(loss * chunk.weight)
+        self.frames_seen += len(steps)
+        if chunk.last:
+            optimizer = self.optimizers()
+            if self.hparams.gradient_clip:
+                self.clip_gradients(optimizer, self.hparams.gradient_clip, "norm")
+            optimizer.step()
+            optimizer.zero_grad()
+            acted = rollout.active
+            self.log_dict(
+                {
+                    "train/reward": rollout.reward[acted].mean(),
+                    "train/rollout_error": rollout.final_error.mean(),
+                    "train/rollout_steps": acted.sum(0).float().mean(),
+                    "train/frames": float(self.frames_seen),
+                },
+                batch_size=rollout.num_boards,
+            )
+            self.log("reward", rollout.reward[acted].mean(), prog_bar=True, logger=False, batch_size=1)
+        self.log_dict({"train/loss": loss, **figures}, batch_size=len(steps))
+        return loss
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["frames_seen"] = self.frames_seen
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.frames_seen = int(checkpoint.get("frames_seen", 0))
