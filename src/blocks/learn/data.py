@@ -15,6 +15,7 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 import torch.distributed as dist
+from pytorch_lightning.trainer.states import TrainerFn
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from blocks.agents.policy import pad_token_ids
@@ -359,12 +360,12 @@ class RolloutDataModule(BlocksDataModule):
     def state_dict(self) -> dict[str, int]:
         """Where the stream stands, saved in checkpoints: the epoch and the batches of it already trained on.
 
-        While fitting, the count is the trainer's: the stream itself has handed out one batch more (Lightning
-        fetches the next batch before the step on the current one).
+        While fitting, the count is the trainer's (batches whose step completed): a batch the stream has handed
+        out but the trainer has not used yet (a prefetch) must be generated again after a resume.
         """
         consumed = self.stream.consumed
         trainer = self.trainer
-        if trainer is not None and trainer.training:
+        if trainer is not None and trainer.state.fn == TrainerFn.FITTING:
             consumed = trainer.fit_loop.epoch_loop.batch_progress.current.completed
         return {"epoch": self.stream.epoch, "consumed": int(consumed)}
 
