@@ -76,8 +76,7 @@ def plan(task: Task, max_moves: int = HORIZON, route: str = "astar") -> Demonstr
     goal = task.goal[block]
     others = np.delete(task.start, block, axis=0)
 
-    offsets = np.arange(-GRID_RADIUS, GRID_RADIUS + 1)
-    grid = origin + STEP * np.stack(np.meshgrid(offsets, offsets, indexing="ij"), axis=-1)  # [i, j] -> (x, z)
+    grid = _grid(origin)
     blocked = overlaps(grid, others).any(axis=-1) if len(others) else np.zeros(grid.shape[:2], dtype=bool)
     heuristic = np.linalg.norm(grid - goal, axis=-1)
 
@@ -124,6 +123,18 @@ def plan(task: Task, max_moves: int = HORIZON, route: str = "astar") -> Demonstr
     if len(directions) < max_moves:
         actions.append(STOP)
     return Demonstration(block, points, np.array(actions, dtype=np.int64))
+
+
+def _grid(origin: np.ndarray) -> np.ndarray:
+    """Board positions ``(81, 81, 2)`` of the grid of steps around ``origin``: ``[i, j] -> (x, z)``."""
+    offsets = np.arange(-GRID_RADIUS, GRID_RADIUS + 1)
+    return origin + STEP * np.stack(np.meshgrid(offsets, offsets, indexing="ij"), axis=-1)
+
+
+def _cell(point: np.ndarray, origin: np.ndarray) -> tuple[int, int]:
+    """Grid index of a position reached from ``origin`` by whole steps."""
+    i, j = np.rint((point - origin) / STEP).astype(int) + GRID_RADIUS
+    return int(i), int(j)
 
 
 def _distances_to(free: np.ndarray, target: tuple[int, int], limit: int) -> np.ndarray:
@@ -219,9 +230,7 @@ class Oracle:
         key = task.key()
         cached = self._fields.get(key)
         if cached is None or cached[0] != walls:
-            origin = task.start[block]
-            offsets = np.arange(-GRID_RADIUS, GRID_RADIUS + 1)
-            grid = origin + STEP * np.stack(np.meshgrid(offsets, offsets, indexing="ij"), axis=-1)
+            grid = _grid(task.start[block])
             free = (np.abs(grid) <= BOARD_HALF).all(axis=-1)
             if len(others):
                 free &= ~overlaps(grid, others).any(axis=-1)
@@ -241,8 +250,8 @@ class Oracle:
             n = task.num_blocks
             here = positions[i, block]
             others = np.delete(positions[i, :n], block, axis=0)
-            end = tuple(np.rint((demo.points[-1] - task.start[block]) / STEP).astype(int) + GRID_RADIUS)
-            cell = tuple(np.rint((here - task.start[block]) / STEP).astype(int) + GRID_RADIUS)
+            end = _cell(demo.points[-1], task.start[block])
+            cell = _cell(here, task.start[block])
             if cell == end:
                 good[i, STOP_DIRECTION] = True
                 continue
