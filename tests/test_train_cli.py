@@ -35,8 +35,9 @@ def val_errors(run: Path) -> list[float]:
 @pytest.mark.parametrize("model", ["supervised", "bandit", "reinforce", "oracle"])
 def test_smoke_experiment_on_two_processes(model, corpus_root, tmp_path):
     run = tmp_path / "run"
+    mirrors = ["data.mirrors=[none,x]"] if model == "oracle" else []  # mirrored rollouts under DDP too
     run_train(
-        [f"model={model}", "trainer.devices=2", "experiment=smoke", f"hydra.run.dir={run}"],
+        [f"model={model}", "trainer.devices=2", "experiment=smoke", f"hydra.run.dir={run}", *mirrors],
         tmp_path,
         corpus_root,
     )
@@ -122,6 +123,7 @@ def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
             "ckpt_path=/nonexistent/last.ckpt: no such checkpoint",
         ),
         (["model=bandit", "data.reward=sparse"], "unknown reward 'sparse'"),
+        (["model=supervised", "data.mirrors=[none,y]"], "data.mirrors must be distinct values"),
     ],
 )
 def test_bad_configuration_fails_fast_naming_the_key(args, message, corpus_root, tmp_path):

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from blocks.agents.policy import pad_token_ids
 from blocks.corpus.loader import Example, load_split
+from blocks.corpus.mirror import check_mirrors, with_mirrors
 from blocks.corpus.text import Vocabulary
 from blocks.learn.rollout import RolloutChunk, collect_rollout, split_update
 from blocks.model.policy import PolicyNetwork
@@ -51,8 +52,10 @@ class BlocksDataModule(pl.LightningDataModule):
         val_batch_size: int = 128,
         seed: int = 0,
         demonstration_route: str = "astar",
+        mirrors: Sequence[str] = ("none",),
     ):
         super().__init__()
+        self.mirrors = check_mirrors(mirrors)
         self.demonstration_route = check_route(demonstration_route, "data.demonstration_route")
         self.demonstrations = partial(demonstration, route=demonstration_route)
         self.root = root
@@ -70,11 +73,12 @@ class BlocksDataModule(pl.LightningDataModule):
 
     @cached_property
     def train_examples(self) -> list[Example]:
+        """The training examples (``max_train_examples`` of them, if set), each in every one of ``mirrors``."""
         examples = load_split("train", self.root, exclude_tune=True)
         if self.max_train_examples is not None:
             order = np.random.default_rng(self.seed).permutation(len(examples))[: self.max_train_examples]
             examples = [examples[i] for i in sorted(order)]
-        return examples
+        return with_mirrors(examples, self.mirrors)
 
     @cached_property
     def val_examples(self) -> list[Example]:

@@ -46,6 +46,7 @@ def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
         val_batch_size=cfg.data.val_batch_size,
         seed=cfg.seed,
         demonstration_route=cfg.data.demonstration_route,
+        mirrors=cfg.data.mirrors,
     )
     model = SupervisedLearner(
         vocabulary, OmegaConf.to_container(cfg.model.network, resolve=True), lr=cfg.pretrain.lr

@@ -1,0 +1,144 @@
+"""Mirrored training examples: the board reflected, the direction words exchanged, the demonstrations mirrored."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from blocks.corpus.loader import Example, load_split
+from blocks.corpus.mirror import _ACROSS_X, _ACROSS_Z, mirror_example, mirror_task, mirror_words, with_mirrors
+from blocks.corpus.text import tokenize
+from blocks.world.geometry import MAX_BLOCKS, STOP
+from blocks.world.planner import demonstration
+from blocks.world.task import Task
+
+
+def detour_task() -> Task:
+    """Block 0 must pass block 1, which stands in its way, to reach a cell up and to the right of it."""
+    start = np.array([[-0.6, -0.2], [-0.3, -0.2], [0.7, 0.8]])
+    goal = np.array([[0.4, 0.3], [-0.3, -0.2], [0.7, 0.8]])
+    return Task(start, goal, "logo")
+
+
+def example(text: str, uid: str = "train/0/0/0") -> Example:
+    return Example(uid, text, tuple(tokenize(text)), detour_task(), 0, 0)
+
+
+def net_moves(actions: np.ndarray) -> np.ndarray:
+    """(right - left, up - down) moves of a demonstration."""
+    directions = np.asarray(actions)[np.asarray(actions) != STOP] % 4
+    counts = np.bincount(directions, minlength=4)
+    return np.array([counts[1] - counts[0], counts[2] - counts[3]])
+
+
+def test_direction_words_are_exchanged_and_the_rest_is_kept():
+    text = "Move the UPS block to the LEFT of Toyota, just above the top-left corner of 13's left side."
+    assert mirror_words(text, "x") == (
+        "Move the UPS block to the RIGHT of Toyota, just above the top-right corner of 13's right side."
+    )
+    assert mirror_words(text, "z") == (
+        "Move the UPS block to the LEFT of Toyota, just below the bottom-left corner of 13's left side."
+    )
+    assert mirror_words(text, "xz") == (
+        "Move the UPS block to the RIGHT of Toyota, just below the bottom-right corner of 13's right side."
+    )
+    assert mirror_words("Put it northwest of 3, West of 4", "x") == "Put it northeast of 3, East of 4"
+    assert mirror_words("Put it northwest of 3", "z") == "Put it southwest of 3"
+    assert mirror_words("Put it northwest of 3", "xz") == "Put it southeast of 3"
+    assert mirror_words("slide it beneath 5", "z") == "slide it above 5"
+    assert mirror_words("Move 5 left", "none") == "Move 5 left"
+
+
+def test_every_exchange_of_both_ways_words_is_undone_by_mirroring_again():
+    for table in (_ACROSS_X, _ACROSS_Z):
+        for word, other in table.items():
+            if word not in ("under", "underneath", "beneath", "atop", "higher"):
+                assert table[other] == word
+
+
+def test_mirrored_task_reflects_start_and_goal_and_twice_is_the_task():
+    task = detour_task()
+    flipped = mirror_task(task, "x")
+    np.testing.assert_allclose(flipped.start[:, 0], -task.start[:, 0])
+    np.testing.assert_allclose(flipped.start[:, 1], task.start[:, 1])
+    np.testing.assert_allclose(mirror_task(task, "z").goal[:, 1], -task.goal[:, 1])
+    np.testing.assert_allclose(mirror_task(mirror_task(task, "xz"), "xz").goal, task.goal)
+    assert flipped.decoration == "logo"
+
+
+@pytest.mark.parametrize("mirror", ["x", "z", "xz"])
+def test_demonstration_of_the_mirror_is_as_long_and_moves_the_mirrored_way(mirror):
+    task = detour_task()
+    original, mirrored = demonstration(task), demonstration(mirror_task(task, mirror))
+    assert len(mirrored.actions) == len(original.actions) and mirrored.block == original.block
+    sign = np.array([-1 if "x" in mirror else 1, -1 if "z" in mirror else 1])
+    np.testing.assert_array_equal(net_moves(mirrored.actions), sign * net_moves(original.actions))
+
+
+def test_mirrored_example_agrees_with_its_instruction_and_its_uid_says_so():
+    x = mirror_example(example("Move block 1 to the right of block 2"), "xz")
+    assert x.tokens == tuple(tokenize(x.instruction)) and "left" in x.tokens
+    assert x.uid.endswith("#mirror-xz")
+    assert mirror_example(example("anything"), "none").uid == "train/0/0/0"
+    assert (
+        len(
+            {
+                y.uid
+                for y in with_mirrors([example("a"), example("b", "train/0/0/1")], ["none", "x", "z", "xz"])
+            }
+        )
+        == 8
+    )
+
+
+@pytest.mark.parametrize("bad", [["none", "y"], [], ["x", "x"], "flip"])
+def test_unknown_or_repeated_mirrors_are_refused(bad):
+    with pytest.raises(ValueError, match="data.mirrors"):
+        with_mirrors([example("a")], bad)
+
+
+def test_mirrored_board_is_the_flipped_picture(renderer):
+    """Reflection across x is the picture flipped left-right (3 pixels over: the camera is 0.03 off centre)."""
+    task = detour_task()
+
+    def picture(t: Task) -> np.ndarray:
+        positions = np.zeros((1, MAX_BLOCKS, 2))
+        positions[0, : t.num_blocks] = t.start
+        present = np.zeros((1, MAX_BLOCKS), bool)
+        present[0, : t.num_blocks] = True
+        return renderer.render(positions, present, np.array([True]))[0].astype(float)
+
+    image = picture(task)
+    across_x, across_z = picture(mirror_task(task, "x")), picture(mirror_task(task, "z"))
+    shifted = np.roll(image[:, :, ::-1], 3, axis=2)
+    assert np.abs(shifted - across_x)[:, :, 8:-8].mean() < 0.25 * np.abs(image - across_x).mean()
+    assert np.abs(image[:, ::-1, :] - across_z).mean() < 0.25 * np.abs(image - across_z).mean()
+
+
+def test_real_mirrors_change_only_direction_words(corpus_root):
+    examples = load_split("train", corpus_root, exclude_tune=True)[:2000]
+    changed = 0
+    for x in examples:
+        y = mirror_example(x, "x")
+        assert len(y.tokens) == len(x.tokens)
+        for a, b in zip(x.tokens, y.tokens, strict=True):
+            assert a == b or _ACROSS_X[a] == b
+        changed += y.tokens != x.tokens
+        assert demonstration(y.task).actions.shape == demonstration(x.task).actions.shape
+    assert changed > 0.3 * len(examples)  # left or right is in about half the instructions
+
+
+def test_data_module_trains_on_every_mirror_with_the_same_vocabulary(corpus_root):
+    from blocks.learn.data import DemonstrationDataModule
+
+    plain = DemonstrationDataModule(root=str(corpus_root), max_train_examples=40)
+    mirrored = DemonstrationDataModule(
+        root=str(corpus_root), max_train_examples=40, mirrors=["none", "x", "z"]
+    )
+    assert len(mirrored.train_examples) == 3 * len(plain.train_examples) == 120
+    assert mirrored.vocabulary.words == plain.vocabulary.words
+    assert len(mirrored.steps) == 3 * len(plain.steps)
+    batch = mirrored.steps.collate(
+        [mirrored.steps[i] for i in range(len(mirrored.steps) - 8, len(mirrored.steps))]
+    )
+    assert batch["images"].shape == (8, 15, 120, 120)
