@@ -42,9 +42,7 @@ def main() -> None:
     vocabulary = Vocabulary(learner.hparams.vocabulary)
     examples = load_split(args.split, args.root, exclude_tune=args.split == "train")[: args.limit]
     examples = with_mirrors(examples, [args.mirror])
-    steps = DemonstrationSteps(
-        examples, [vocabulary.encode(x.tokens) or [vocabulary.unk_id] for x in examples], Renderer(args.root)
-    )
+    steps = DemonstrationSteps(examples, [vocabulary.encode(x.tokens) for x in examples], Renderer(args.root))
     chosen = np.random.default_rng(0).permutation(len(steps))[: args.pairs]
     predicted, gold = [], []
     with torch.no_grad():

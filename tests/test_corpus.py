@@ -19,6 +19,7 @@ def test_vocabulary_maps_unknown_words_to_unk():
     vocab = Vocabulary.build([["move", "the", "block"], ["move", "it"]])
     assert vocab.words[:3] == ["<pad>", "<unk>", "move"] and len(vocab) == 6
     assert vocab.encode(["move", "zebra"]) == [2, 1]
+    assert vocab.encode([]) == [vocab.unk_id]  # punctuation only: the encoder still gets a token
     assert Vocabulary(vocab.to_list()).index == vocab.index
     assert vocab.decode([2, 0]) == ["move"]
 

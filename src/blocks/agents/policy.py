@@ -16,7 +16,7 @@ from blocks.world.task import Task
 
 def encode_tokens(vocab: Vocabulary, instructions: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
     """Padded token ids ``(B, T)`` and lengths ``(B,)`` of raw instructions."""
-    ids = [vocab.encode(tokenize(text)) or [vocab.unk_id] for text in instructions]
+    ids = [vocab.encode(tokenize(text)) for text in instructions]
     return pad_token_ids(ids)
 
 

@@ -51,7 +51,8 @@ class Vocabulary:
         return word in self.index
 
     def encode(self, tokens: Sequence[str]) -> list[int]:
-        return [self.index.get(t, 1) for t in tokens]
+        """Ids of ``tokens``; an instruction without a word encodes as one UNK, since the encoder needs a token."""
+        return [self.index.get(t, 1) for t in tokens] or [self.unk_id]
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.words[i] for i in ids if i != 0]

@@ -90,7 +90,7 @@ class BlocksDataModule(pl.LightningDataModule):
         return Renderer(self.root, self.image_size)
 
     def token_ids(self, examples: Sequence[Example]) -> list[list[int]]:
-        return [self.vocabulary.encode(x.tokens) or [self.vocabulary.unk_id] for x in examples]
+        return [self.vocabulary.encode(x.tokens) for x in examples]
 
     def val_dataloader(self) -> DataLoader:
         """Batches of tuning-example indices; the learner rolls out its greedy policy on them."""
