@@ -107,3 +107,37 @@ def test_dropout_is_off_by_default_and_only_active_in_training():
     assert torch.allclose(logits(noisy), logits(plain))
     with pytest.raises(ValueError, match="network.dropout"):
         PolicyNetwork(10, dropout=1.0)
+
+
+def test_film_starts_as_the_paper_network_and_lets_the_words_change_what_the_cnn_keeps():
+    torch.manual_seed(0)
+    images = torch.randint(0, 256, (2, 15, 120, 120), dtype=torch.uint8)
+    paper, film = PolicyNetwork(30), PolicyNetwork(30, fusion="film")
+    film.load_state_dict(paper.state_dict(), strict=False)  # everything but the FiLM layer
+    assert set(film.state_dict()) - set(paper.state_dict()) == {"film.weight", "film.bias"}
+    text = paper.encode_instruction(torch.tensor([[2, 3, 4], [5, 6, 7]]), torch.tensor([3, 3]))
+    previous = torch.tensor([-1, 5])
+    torch.nn.init.zeros_(film.film.weight)  # zero scales and shifts: the paper's network exactly
+    assert torch.allclose(
+        film(images, text, previous).block.logits, paper(images, text, previous).block.logits
+    )
+    torch.nn.init.normal_(film.film.weight, std=0.1)
+    same_picture = images[:1].expand(2, -1, -1, -1)
+    seen = film.image_encoder(standardize(same_picture), film.film(text))
+    assert not torch.allclose(seen[0], seen[1], atol=1e-4)  # one picture, two instructions, two readings
+    unconditioned = paper.image_encoder(standardize(same_picture))
+    assert torch.allclose(unconditioned[0], unconditioned[1])
+    with pytest.raises(ValueError, match="network.fusion"):
+        PolicyNetwork(10, fusion="gate")
+
+
+def test_coordinate_planes_run_left_to_right_and_top_to_bottom():
+    net = PolicyNetwork(10, image_size=64, coordinates=True)
+    assert net.image_encoder.convs[0].in_channels == 17
+    x, y = net.image_encoder.coordinate_planes[0]
+    assert x[0, 0] == -1 and x[0, -1] == 1 and torch.equal(x[0], x[-1])
+    assert y[0, 0] == -1 and y[-1, 0] == 1 and torch.equal(y[:, 0], y[:, -1])
+    assert "image_encoder.coordinate_planes" not in net.state_dict()  # rebuilt from the size, not saved
+    # A blank stack still tells the network where each pixel is: the encoding differs from the plain CNN's.
+    out = net(torch.zeros(2, 15, 64, 64, dtype=torch.uint8), torch.zeros(2, 250), torch.tensor([-1, 3]))
+    assert out.block.logits.shape == (2, 20)

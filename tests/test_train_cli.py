@@ -102,6 +102,23 @@ def test_resume_from_a_mid_epoch_checkpoint_finishes_that_epoch(corpus_root, tmp
     assert (second / "checkpoints" / "s016.ckpt").is_file() and len(val_errors(second)) == 1
 
 
+def test_a_rerun_in_the_same_folder_starts_from_its_own_pretraining(corpus_root, tmp_path):
+    """Lightning names a second pretraining file pretrain-v1.ckpt; the run must use it, not the older one (here
+    with another network, which would not even load)."""
+    run = tmp_path / "run"
+    base = ["model=bandit", "experiment=smoke", "trainer.max_epochs=1", f"hydra.run.dir={run}"]
+    run_train(base, tmp_path, corpus_root)
+    run_train([*base, "network.coordinates=true"], tmp_path, corpus_root)
+    assert (run / "pretrain" / "checkpoints" / "pretrain-v1.ckpt").is_file()
+    hparams = torch.load(run / "checkpoints" / "last-v1.ckpt", weights_only=False)["hyper_parameters"]
+    assert hparams["network"]["coordinates"] and hparams["initialised_from"].endswith("pretrain-v1.ckpt")
+    out = run_train(
+        ["model=oracle", "experiment=smoke", f"model.init_checkpoint={run}/checkpoints/last-v1.ckpt",
+         f"hydra.run.dir={tmp_path / 'mismatch'}"], tmp_path, corpus_root, check=False,
+    )  # fmt: skip
+    assert out.returncode != 0 and "network.coordinates" in out.stderr
+
+
 def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
     run_train(
         ["-m", "model=bandit", "experiment=smoke", "trainer=ddp_spawn", "seed=1,2"], tmp_path, corpus_root
@@ -124,6 +141,7 @@ def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
         ),
         (["model=bandit", "data.reward=sparse"], "unknown reward 'sparse'"),
         (["model=supervised", "data.mirrors=[none,y]"], "data.mirrors must be distinct values"),
+        (["model=supervised", "network.fusion=gate"], "network.fusion must be one of"),
     ],
 )
 def test_bad_configuration_fails_fast_naming_the_key(args, message, corpus_root, tmp_path):

@@ -42,9 +42,22 @@ class RolloutLearner(PolicyLearner):
 
     def initialise_from(self, path: str, reset_direction_head: bool) -> None:
         """Start from another learner's policy (the supervised model), optionally with a fresh direction layer."""
-        state = torch.load(path, map_location="cpu", weights_only=False)["state_dict"]
+        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+        state = checkpoint["state_dict"]
         policy_state = {k.removeprefix("policy."): v for k, v in state.items() if k.startswith("policy.")}
-        self.policy.load_state_dict(policy_state)
+        try:
+            self.policy.load_state_dict(policy_state)
+        except RuntimeError as error:
+            theirs = checkpoint.get("hyper_parameters", {}).get("network", {})
+            differ = {
+                f"network.{k}": (theirs[k], v)
+                for k, v in self.hparams.network.items()
+                if theirs.get(k, v) != v
+            }
+            raise ValueError(
+                f"model.init_checkpoint={path} holds another network than the configured one (checkpoint, config: "
+                f"{differ or 'see below'}); set the same network options as the run that trained it"
+            ) from error
         if reset_direction_head:
             self.policy.reset_direction_head()
 

@@ -64,7 +64,9 @@ def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
     log.info("supervised initialisation: %d epochs", cfg.pretrain.epochs)
     trainer.fit(model, data)
     trainer.strategy.barrier()
-    return str(out / "checkpoints" / "pretrain.ckpt")
+    # Lightning names the file pretrain-v1.ckpt when the folder already holds one (a rerun in the same run
+    # directory): take the file this run wrote, not an older one with perhaps another network.
+    return checkpoint.best_model_path
 
 
 def train(cfg: DictConfig) -> dict[str, float]:

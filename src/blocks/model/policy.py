@@ -3,6 +3,11 @@
 Image stack (15 x 120 x 120) -> CNN -> 200; instruction -> word embeddings 150 -> LSTM 250 -> mean of hidden
 states; previous action -> block (32) + direction (24) embeddings, NONE at the first step. The concatenation
 (506) -> 120 + ReLU -> block logits (20) and direction logits (5). The instruction is encoded once per episode.
+
+Two options that are not in the paper (defaults off): ``fusion="film"`` lets the instruction scale and shift every
+convolution's feature maps (FiLM, Perez et al. 2018), so the words choose what the CNN keeps of the picture
+before it is squeezed to 200 numbers; ``coordinates=True`` appends x and y coordinate planes to the image stack
+(CoordConv), so positions need not be inferred from padding.
 """
 
 from __future__ import annotations
@@ -24,11 +29,30 @@ def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int, int]:
     return out, total // 2, total - total // 2
 
 
+FUSIONS = ("concat", "film")
+
+
 class ImageEncoder(nn.Module):
     """Three convolutions with SAME padding (8/4, 8/4, 4/2; 32 filters, ReLU) and a linear map to ``out_dim``."""
 
-    def __init__(self, in_channels: int, image_size: int, channels: int = 32, out_dim: int = 200):
+    layers = 3
+
+    def __init__(
+        self,
+        in_channels: int,
+        image_size: int,
+        channels: int = 32,
+        out_dim: int = 200,
+        coordinates: bool = False,
+    ):
         super().__init__()
+        self.channels = channels
+        self.coordinates = coordinates
+        if coordinates:
+            axis = torch.linspace(-1.0, 1.0, image_size)
+            planes = torch.stack([axis[None, :].expand(image_size, -1), axis[:, None].expand(-1, image_size)])
+            self.register_buffer("coordinate_planes", planes[None], persistent=False)
+            in_channels += 2
         layers, self.pads, size = [], [], image_size
         for kernel, stride in ((8, 4), (8, 4), (4, 2)):
             size, before, after = same_padding(size, kernel, stride)
@@ -43,10 +67,21 @@ class ImageEncoder(nn.Module):
         self.convs = nn.ModuleList(layers).to(memory_format=torch.channels_last)
         self.project = nn.Linear(channels * size * size, out_dim)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, film: torch.Tensor | None = None) -> torch.Tensor:
+        """``film``: optional ``(B, layers * 2 * channels)`` scales and shifts; a layer computes
+        ``relu((1 + scale) * conv(x) + shift)``, so zeros leave the paper's encoder unchanged."""
+        if self.coordinates:
+            x = torch.cat([x, self.coordinate_planes.expand(x.shape[0], -1, -1, -1).to(x.dtype)], dim=1)
         x = x.contiguous(memory_format=torch.channels_last)
-        for pad, conv in zip(self.pads, self.convs, strict=True):
-            x = F.relu(conv(x if pad is None else F.pad(x, pad)))
+        modulations = (
+            (None,) * self.layers if film is None else film.view(-1, self.layers, 2, self.channels).unbind(1)
+        )
+        for pad, conv, modulation in zip(self.pads, self.convs, modulations, strict=True):
+            x = conv(x if pad is None else F.pad(x, pad))
+            if modulation is not None:
+                scale, shift = modulation[:, 0, :, None, None], modulation[:, 1, :, None, None]
+                x = torch.addcmul(shift, x, 1.0 + scale)
+            x = F.relu(x)
         return self.project(x.contiguous().flatten(1))
 
 
@@ -84,15 +119,21 @@ class PolicyNetwork(nn.Module):
         hidden_dim: int = 120,
         use_previous_action: bool = True,
         dropout: float = 0.0,
+        fusion: str = "concat",
+        coordinates: bool = False,
     ):
         super().__init__()
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"network.dropout must lie in [0, 1), got {dropout}")
+        if fusion not in FUSIONS:
+            raise ValueError(f"network.fusion must be one of {FUSIONS}, got {fusion!r}")
         self.frames = frames
         self.use_previous_action = use_previous_action
         self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
         self.lstm = nn.LSTM(word_dim, text_dim, batch_first=True)
-        self.image_encoder = ImageEncoder(3 * frames, image_size, conv_channels, image_dim)
+        self.image_encoder = ImageEncoder(3 * frames, image_size, conv_channels, image_dim, coordinates)
+        # FiLM: the instruction gives every convolution a per-channel scale and shift (near 0 at the start).
+        self.film = nn.Linear(text_dim, ImageEncoder.layers * 2 * conv_channels) if fusion == "film" else None
         action_dim = 0
         if use_previous_action:
             self.block_embedding = nn.Embedding(MAX_BLOCKS + 1, block_embedding_dim)  # last row: NONE
@@ -160,7 +201,8 @@ class PolicyNetwork(nn.Module):
         self, images: torch.Tensor, instruction: torch.Tensor, previous_action: torch.Tensor
     ) -> FactoredActionDistribution:
         """Action distribution from uint8 image stacks ``(B, 15, H, W)``, encoded instructions and previous actions."""
-        parts = [self.image_encoder(standardize(images)), instruction]
+        film = None if self.film is None else self.film(instruction)
+        parts = [self.image_encoder(standardize(images), film), instruction]
         if self.use_previous_action:
             parts.append(self.embed_previous_action(previous_action))
         hidden = F.relu(self.hidden(self.dropout(torch.cat(parts, dim=1))))
