@@ -138,6 +138,10 @@ def test_coordinate_planes_run_left_to_right_and_top_to_bottom():
     assert x[0, 0] == -1 and x[0, -1] == 1 and torch.equal(x[0], x[-1])
     assert y[0, 0] == -1 and y[-1, 0] == 1 and torch.equal(y[:, 0], y[:, -1])
     assert "image_encoder.coordinate_planes" not in net.state_dict()  # rebuilt from the size, not saved
-    # A blank stack still tells the network where each pixel is: the encoding differs from the plain CNN's.
+    # The planes' share of the first convolution is computed once for the batch: the same as appending them.
+    conv = net.image_encoder.convs[0]
+    stack = torch.randn(3, 15, 64, 64)
+    appended = torch.cat([stack, net.image_encoder.coordinate_planes.expand(3, -1, -1, -1)], dim=1)
+    assert torch.allclose(net.image_encoder.first(stack), conv(appended), atol=1e-5)
     out = net(torch.zeros(2, 15, 64, 64, dtype=torch.uint8), torch.zeros(2, 250), torch.tensor([-1, 3]))
     assert out.block.logits.shape == (2, 20)
