@@ -6,7 +6,7 @@ action), so this measures what a model reads from one picture and instruction, n
     python scripts/teacher_forced.py checkpoints/supervised.ckpt --split tune --mirror none --limit 200
     python scripts/teacher_forced.py checkpoints/supervised.ckpt --no-previous-action   # the previous action hidden
 
-Prints one JSON line: direction accuracy, STOP recall and precision, over ``--pairs`` (example, step) pairs drawn
+Prints one JSON line: direction and block accuracy, STOP recall and precision, over ``--pairs`` (example, step) pairs drawn
 at random (seed 0) from the demonstrations of the first ``--limit`` examples of the split.
 """
 
@@ -44,7 +44,7 @@ def main() -> None:
     examples = with_mirrors(examples, [args.mirror])
     steps = DemonstrationSteps(examples, [vocabulary.encode(x.tokens) for x in examples], Renderer(args.root))
     chosen = np.random.default_rng(0).permutation(len(steps))[: args.pairs]
-    predicted, gold = [], []
+    predicted, gold, block_hits = [], [], []
     with torch.no_grad():
         for start in range(0, len(chosen), 128):
             batch = steps.collate([steps[i] for i in chosen[start : start + 128]])
@@ -55,6 +55,7 @@ def main() -> None:
             distribution = learner.policy(batch["images"], text, previous)
             predicted.append(distribution.direction_log_probs.argmax(1).numpy())
             gold.append(batch["direction"].numpy())
+            block_hits.append((distribution.block_log_probs.argmax(1) == batch["block"]).numpy())
     p, g = np.concatenate(predicted), np.concatenate(gold)
     stop, said_stop = g == STOP_DIRECTION, p == STOP_DIRECTION
     print(
@@ -66,6 +67,7 @@ def main() -> None:
                 "previous_action": not args.no_previous_action,
                 "pairs": len(p),
                 "direction_accuracy": round(float((p == g).mean()), 4),
+                "block_accuracy": round(float(np.concatenate(block_hits).mean()), 4),
                 "stop_recall": round(float(said_stop[stop].mean()), 4) if stop.any() else None,
                 "stop_precision": round(float(stop[said_stop].mean()), 4) if said_stop.any() else None,
             }

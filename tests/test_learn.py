@@ -279,3 +279,81 @@ def test_oracle_rollin_one_follows_the_oracle_to_the_goal(renderer, two_block_ta
     assert taken[active].all() and (rollout.block[active] == 0).all()
     assert rollout.final_error.tolist() == pytest.approx([0.0, 0.0], abs=1e-6)
     assert active.sum(0).tolist() == [6, 6]  # five moves right, then STOP
+
+
+def test_goal_targets_follow_the_block_to_its_goal(renderer, two_block_task, corpus_root):
+    """Rollouts and demonstrations label each step with the goal and the offset still to go, in block lengths."""
+    from blocks.world.geometry import BLOCK_SIDE, DIRECTION_DELTAS, STOP
+    from blocks.world.planner import Oracle
+
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    tokens, lengths = torch.tensor([[2, 3]]), torch.tensor([2])
+    rollout = collect_rollout(
+        PolicyNetwork(len(VOCAB)), env, [two_block_task], tokens, lengths, torch.Generator().manual_seed(0),
+        oracle=Oracle(), oracle_rollin=1.0,
+    )  # fmt: skip
+    goal = rollout.goal[:, 0].numpy()  # five moves right, then STOP at the goal
+    assert np.allclose(goal[:, :2], [0.5 / BLOCK_SIDE, 0.0])
+    assert np.allclose(goal[:, 2], [(0.5 - 0.1 * t) / BLOCK_SIDE for t in range(6)], atol=1e-5)
+    assert np.allclose(goal[:, 3], 0.0)
+
+    dm = DemonstrationDataModule(root=str(corpus_root), max_train_examples=3, seed=1)
+    steps = dm.steps
+    batch = steps.collate([steps[i] for i in range(len(steps))])
+    offsets, actions = batch["goal"][:, 2:].numpy(), np.concatenate([p.actions for p in steps.plans])
+    moves = np.flatnonzero(actions[:-1] != STOP)  # the next row is the same demonstration's next step
+    walked = (offsets[moves] - offsets[moves + 1]) * BLOCK_SIDE
+    assert np.allclose(walked, DIRECTION_DELTAS[actions[moves] % 4], atol=1e-6)
+    assert (np.abs(offsets[actions == STOP]) < 0.5).all()  # STOP where the block is (about) at its goal
+
+
+def test_the_goal_loss_trains_the_goal_head_in_supervised_and_rollout_learners(
+    renderer, two_block_task, corpus_root
+):
+    from blocks.learn.oracle import OracleLearner
+    from blocks.learn.supervised import SupervisedLearner
+    from blocks.world.planner import Oracle
+
+    torch.manual_seed(0)
+    dm = DemonstrationDataModule(root=str(corpus_root), batch_size=8, max_train_examples=2, seed=0)
+    batch = dm.steps.collate([dm.steps[i] for i in range(8)])
+    learner = SupervisedLearner(dm.vocabulary.to_list(), network={"goal_head": True})
+
+    def supervised_goal_error() -> float:
+        with torch.no_grad():
+            text = learner.policy.encode_instruction(batch["tokens"], batch["lengths"])
+            features = learner.policy.joint_features(batch["images"], text, batch["previous_action"])
+            return float((learner.policy.predict_goal(features) - batch["goal"]).abs().mean())
+
+    before = supervised_goal_error()
+    fit_on(learner, [batch] * 20, max_epochs=1)
+    assert supervised_goal_error() < 0.7 * before
+
+    learner = OracleLearner(VOCAB, network={"goal_head": True})
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    rollout = collect_rollout(
+        learner.policy, env, [two_block_task] * 2, torch.tensor([[2, 3], [2, 4]]), torch.tensor([2, 2]),
+        torch.Generator().manual_seed(0), oracle=Oracle(),
+    )  # fmt: skip
+    (chunk,) = split_update(rollout, slice(0, 2), 1)
+
+    def rollout_goal_error() -> float:
+        with torch.no_grad():
+            images = gather_stacks(rollout.frames, chunk.steps, chunk.boards)
+            text = learner.policy.encode_instruction(rollout.tokens, rollout.lengths)[chunk.boards]
+            features = learner.policy.joint_features(
+                images, text, rollout.previous_action[chunk.steps, chunk.boards]
+            )
+            target = rollout.goal[chunk.steps, chunk.boards]
+            return float((learner.policy.predict_goal(features) - target).abs().mean())
+
+    before = rollout_goal_error()
+    fit_on(learner, [chunk] * 20, max_epochs=1)
+    assert rollout_goal_error() < 0.7 * before
+
+    frozen = OracleLearner(VOCAB, network={"goal_head": True}, goal_loss_weight=0.0)
+    head = frozen.policy.goal_head.weight.detach().clone()
+    fit_on(frozen, [chunk] * 2, max_epochs=1)
+    assert torch.equal(frozen.policy.goal_head.weight, head)  # weight 0: the head is carried, not trained
+    with pytest.raises(ValueError, match="model.goal_loss_weight"):
+        SupervisedLearner(VOCAB, goal_loss_weight=-1.0)

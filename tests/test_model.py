@@ -1,10 +1,11 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from blocks.model.distribution import FactoredActionDistribution, from_action, to_action
-from blocks.model.policy import PolicyNetwork, same_padding, standardize
+from blocks.model.policy import PolicyNetwork, goal_targets, same_padding, standardize
 from blocks.render.history import standardize as standardize_numpy
 from blocks.world.geometry import STOP
 
@@ -145,3 +146,25 @@ def test_coordinate_planes_run_left_to_right_and_top_to_bottom():
     assert torch.allclose(net.image_encoder.first(stack), conv(appended), atol=1e-5)
     out = net(torch.zeros(2, 15, 64, 64, dtype=torch.uint8), torch.zeros(2, 250), torch.tensor([-1, 3]))
     assert out.block.logits.shape == (2, 20)
+
+
+def test_the_goal_head_reads_the_hidden_layer_and_leaves_the_actions_alone():
+    torch.manual_seed(0)
+    paper, with_goal = PolicyNetwork(30), PolicyNetwork(30, goal_head=True)
+    with_goal.load_state_dict(paper.state_dict(), strict=False)
+    assert set(with_goal.state_dict()) - set(paper.state_dict()) == {"goal_head.weight", "goal_head.bias"}
+    images = torch.randint(0, 256, (3, 15, 120, 120), dtype=torch.uint8)
+    text = paper.encode_instruction(torch.tensor([[2, 3, 4]] * 3), torch.tensor([3, 2, 1]))
+    previous = torch.tensor([-1, 5, 80])
+    features = with_goal.joint_features(images, text, previous)
+    assert torch.equal(
+        with_goal(images, text, previous).block.logits, paper(images, text, previous).block.logits
+    )
+    assert with_goal.predict_goal(features).shape == (3, 4)
+    with pytest.raises(RuntimeError, match="network.goal_head=true"):
+        paper.predict_goal(features)
+
+
+def test_goal_targets_are_the_goal_and_the_offset_in_block_lengths():
+    goal, position = np.array([[0.1524, 0.0]]), np.array([[0.0, 0.3048]])
+    assert goal_targets(goal, position).tolist() == [[1.0, 0.0, 1.0, -2.0]]

@@ -27,11 +27,16 @@ class PolicyLearner(pl.LightningModule):
         vocabulary: list[str],
         network: dict[str, Any] | None = None,
         lr: float = 1e-3,
+        goal_loss_weight: float = 1.0,
         **extra: Any,
     ):
         super().__init__()
         if lr <= 0:
             raise ValueError(f"model.lr must be positive, got {lr}")
+        if goal_loss_weight < 0:
+            raise ValueError(f"model.goal_loss_weight must be >= 0, got {goal_loss_weight}")
+        # Used only with network.goal_head=true: the auxiliary goal regression's share of the loss.
+        self.goal_loss_weight = goal_loss_weight
         # Everything needed to rebuild the network is saved, so load_from_checkpoint(path) needs no arguments.
         self.save_hyperparameters()
         self.hparams["network"] = dict(network or {})

@@ -23,7 +23,7 @@ from blocks.corpus.loader import Example, load_split
 from blocks.corpus.mirror import check_mirrors, with_mirrors
 from blocks.corpus.text import Vocabulary
 from blocks.learn.rollout import RolloutChunk, collect_rollout, split_update
-from blocks.model.policy import PolicyNetwork
+from blocks.model.policy import PolicyNetwork, goal_targets
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
 from blocks.world.planner import Demonstration, Oracle, check_route, demonstration
@@ -102,7 +102,8 @@ class DemonstrationSteps(Dataset):
     """Every (example, step) of the demonstrations; the agent context is rendered when a batch is collated.
 
     The context at step t uses the demonstration's own previous images and previous action. Labels are the gold
-    block and the direction, or STOP (whose block label is the gold block).
+    block and the direction, or STOP (whose block label is the gold block), and for the auxiliary goal loss the
+    block's goal and its offset from where the block stands, in block lengths.
     """
 
     def __init__(
@@ -137,6 +138,7 @@ class DemonstrationSteps(Dataset):
         previous = np.full(n, -1, np.int64)
         block = np.zeros(n, np.int64)
         direction = np.zeros(n, np.int64)
+        goal = np.zeros((n, 4), np.float32)
         for row, (i, t) in enumerate(items):
             task, plan = self.examples[i].task, self.plans[i]
             m = task.num_blocks
@@ -153,6 +155,7 @@ class DemonstrationSteps(Dataset):
             previous[row] = plan.actions[t - 1] if t > 0 else -1
             block[row] = plan.block
             direction[row] = STOP_DIRECTION if action == STOP else action % 4
+            goal[row] = goal_targets(task.goal[plan.block][None], plan.points[t][None])[0]
         images = np.zeros((n * k, 3, self.renderer.size, self.renderer.size), np.uint8)
         flat = exists.reshape(-1)
         images[flat] = self.renderer.render(
@@ -168,6 +171,7 @@ class DemonstrationSteps(Dataset):
             "previous_action": torch.from_numpy(previous),
             "block": torch.from_numpy(block),
             "direction": torch.from_numpy(direction),
+            "goal": torch.from_numpy(goal),
         }
 
 

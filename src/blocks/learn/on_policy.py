@@ -2,7 +2,8 @@
 
 Each update uses a fresh rollout of the current policy (see ``RolloutStream``). Its frames arrive in chunks;
 their gradients accumulate and Adam steps after the last chunk, with the gradient norm clipped at
-``gradient_clip``. Subclasses say what to minimise on a chunk (:meth:`RolloutLearner.objective`).
+``gradient_clip``. Subclasses say what to minimise on a chunk (:meth:`RolloutLearner.objective`); a network with
+a goal head adds the auxiliary goal loss on the learner's own states.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from blocks.learn.base import PolicyLearner
 from blocks.learn.rollout import Rollout, RolloutChunk, gather_stacks
@@ -88,8 +90,16 @@ class RolloutLearner(PolicyLearner):
         unique_boards, board_of_frame = torch.unique(boards, return_inverse=True)
         text = self.policy.encode_instruction(rollout.tokens[unique_boards], rollout.lengths[unique_boards])
         images = gather_stacks(rollout.frames, steps, boards, self.policy.frames)
-        distribution = self.policy(images, text[board_of_frame], rollout.previous_action[steps, boards])
+        features = self.policy.joint_features(
+            images, text[board_of_frame], rollout.previous_action[steps, boards]
+        )
+        distribution = self.policy.action_distribution(features)
         loss, figures = self.objective(rollout, steps, boards, distribution)
+        if self.policy.goal_head is not None and self.goal_loss_weight > 0 and rollout.goal is not None:
+            # The auxiliary goal loss of SUPERVISED (network.goal_head), on the learner's own states.
+            goal_loss = F.smooth_l1_loss(self.policy.predict_goal(features), rollout.goal[steps, boards])
+            loss = loss + self.goal_loss_weight * goal_loss
+            figures = {**figures, "train/goal_loss": goal_loss}
 
         self.manual_backward(loss * chunk.weight)
         self.frames_seen += len(steps)

@@ -1,7 +1,7 @@
 """On-policy rollouts: step a batch of boards with the current policy, sampling block and direction.
 
 A rollout keeps only what the update needs: each step's new frame, the sampled (block, direction), the previous
-action, the immediate reward and whether the board was still acting. The agent contexts (5-frame stacks) are
+action, the immediate reward, whether the board was still acting, and the goal head's targets. The agent contexts (5-frame stacks) are
 rebuilt from the frames in one gather at update time, identical to what the policy saw.
 """
 
@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 from blocks.model.distribution import to_action
-from blocks.model.policy import PolicyNetwork
+from blocks.model.policy import PolicyNetwork, goal_targets
 from blocks.render.history import FrameHistory
-from blocks.world.planner import Oracle
+from blocks.world.planner import Oracle, moved_block
 from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
 
@@ -34,6 +34,7 @@ class Rollout:
     tokens: torch.Tensor  # (B, L) long
     lengths: torch.Tensor  # (B,) long
     final_error: torch.Tensor  # (B,) float: distance error at the end of each episode
+    goal: torch.Tensor | None = None  # (T, B, 4) float: the goal head's targets at each step (goal_targets)
     # With an oracle: the moved block (B,) and, at each step, the directions on a shortest path (T, B, 5) bool
     oracle_block: torch.Tensor | None = None
     oracle_directions: torch.Tensor | None = None
@@ -119,8 +120,10 @@ def collect_rollout(
     frame_history = FrameHistory(n, history, observation["image"].shape[1:])
     text = policy.encode_instruction(tokens.to(device), lengths.to(device))
     steps: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("frames", "previous", "block", "direction", "reward", "active")
+        k: [] for k in ("frames", "previous", "block", "direction", "reward", "active", "goal")
     }
+    moved = np.array([moved_block(task) for task in tasks])
+    board = np.arange(n)
     oracle_directions, oracle_block = [], None
     while not env.all_done:
         frames = observation["image"]
@@ -130,6 +133,7 @@ def collect_rollout(
         stacks = frame_history.stack()  # a view; index (a copy) only when some boards have finished
         images = torch.from_numpy(stacks if len(rows) == n else stacks[rows]).to(device)
         previous = observation["previous_action"]
+        goal = goal_targets(env.goals[board, moved], env.positions[board, moved])
         rows_t = torch.from_numpy(rows).to(device)
         distribution = policy(images, text[rows_t], torch.from_numpy(previous[rows]).to(device))
         _, block_rows, direction_rows = distribution.sample(generator)
@@ -149,7 +153,7 @@ def collect_rollout(
         actions = to_action(torch.from_numpy(block), torch.from_numpy(direction)).numpy()
         observation, reward, _, _, _ = env.step(actions)
         for key, value in zip(
-            steps, (frames, previous, block, direction, reward.astype(np.float32), active), strict=True
+            steps, (frames, previous, block, direction, reward.astype(np.float32), active, goal), strict=True
         ):
             steps[key].append(value)
     stacked = {k: torch.from_numpy(np.stack(v)) for k, v in steps.items()}
@@ -163,6 +167,7 @@ def collect_rollout(
         tokens=tokens,
         lengths=lengths,
         final_error=torch.from_numpy(env.error.astype(np.float32)),
+        goal=stacked["goal"],
         oracle_block=None if oracle is None else torch.from_numpy(oracle_block),
         oracle_directions=None if oracle is None else torch.from_numpy(np.stack(oracle_directions)),
     )

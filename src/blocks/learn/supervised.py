@@ -1,4 +1,9 @@
-"""SUPERVISED: maximum likelihood of the demonstrations' actions in the demonstrations' own contexts."""
+"""SUPERVISED: maximum likelihood of the demonstrations' actions in the demonstrations' own contexts.
+
+With ``network.goal_head=true`` (ours) the loss also regresses where the moved block must go (its goal, and the
+offset from where it stands, in block lengths; smooth L1). The direction label is one of often two equally short
+directions, picked by the search's tie-break; the offset says exactly where the goal lies.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +20,15 @@ class SupervisedLearner(PolicyLearner):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         text = self.policy.encode_instruction(batch["tokens"], batch["lengths"])
-        distribution = self.policy(batch["images"], text, batch["previous_action"])
+        features = self.policy.joint_features(batch["images"], text, batch["previous_action"])
+        distribution = self.policy.action_distribution(features)
         block_loss = F.nll_loss(distribution.block_log_probs, batch["block"])
         direction_loss = F.nll_loss(distribution.direction_log_probs, batch["direction"])
         loss = block_loss + direction_loss
+        if self.policy.goal_head is not None:
+            goal_loss = F.smooth_l1_loss(self.policy.predict_goal(features), batch["goal"])
+            loss = loss + self.goal_loss_weight * goal_loss
+            self.log("train/goal_loss", goal_loss)
         with torch.no_grad():
             block_accuracy = (distribution.block_log_probs.argmax(1) == batch["block"]).float().mean()
             direction_accuracy = (

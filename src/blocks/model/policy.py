@@ -7,19 +7,29 @@ states; previous action -> block (32) + direction (24) embeddings, NONE at the f
 Two options that are not in the paper (defaults off): ``fusion="film"`` lets the instruction scale and shift every
 convolution's feature maps (FiLM, Perez et al. 2018), so the words choose what the CNN keeps of the picture
 before it is squeezed to 200 numbers; ``coordinates=True`` appends x and y coordinate planes to the image stack
-(CoordConv), so positions need not be inferred from padding.
+(CoordConv), so positions need not be inferred from padding. A third, ``goal_head=True``, adds a linear layer
+that regresses the moved block's goal from the hidden layer, trained as an auxiliary loss and never used to act.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from blocks.model.distribution import FactoredActionDistribution
-from blocks.world.geometry import MAX_BLOCKS, NUM_DIRECTIONS, STOP
+from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS, NUM_DIRECTIONS, STOP
+
+GOAL_OUTPUTS = 4  # goal x, z and offset x, z of the moved block
+
+
+def goal_targets(goal: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """What the goal head learns to predict, ``(N, 4)`` float32: the moved block's goal ``(N, 2)`` and its offset from
+    where the block stands ``(N, 2)``, in block lengths (board coordinates x, z)."""
+    return (np.concatenate([goal, goal - position], axis=1) / BLOCK_SIDE).astype(np.float32)
 
 
 def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int, int]:
@@ -44,6 +54,7 @@ class ImageEncoder(nn.Module):
         channels: int = 32,
         out_dim: int = 200,
         coordinates: bool = False,
+        goal_head: bool = False,
     ):
         super().__init__()
         self.channels = channels
@@ -132,6 +143,7 @@ class PolicyNetwork(nn.Module):
         dropout: float = 0.0,
         fusion: str = "concat",
         coordinates: bool = False,
+        goal_head: bool = False,
     ):
         super().__init__()
         if not 0.0 <= dropout < 1.0:
@@ -157,6 +169,9 @@ class PolicyNetwork(nn.Module):
         self.hidden = nn.Linear(image_dim + text_dim + action_dim, hidden_dim)
         self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
         self.direction_head = nn.Linear(hidden_dim, NUM_DIRECTIONS + 1)
+        # Ours: an auxiliary regression of where the moved block must go, read off the same joint features, so
+        # they must encode the goal that the direction depends on (see blocks.learn.supervised; not used to act).
+        self.goal_head = nn.Linear(hidden_dim, GOAL_OUTPUTS) if goal_head else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -208,13 +223,27 @@ class PolicyNetwork(nn.Module):
         direction = torch.where(none, torch.full_like(previous, NUM_DIRECTIONS + 1), direction)
         return torch.cat([self.block_embedding(block), self.direction_embedding(direction)], dim=1)
 
-    def forward(
+    def joint_features(
         self, images: torch.Tensor, instruction: torch.Tensor, previous_action: torch.Tensor
-    ) -> FactoredActionDistribution:
-        """Action distribution from uint8 image stacks ``(B, 15, H, W)``, encoded instructions and previous actions."""
+    ) -> torch.Tensor:
+        """The hidden layer ``(B, hidden_dim)`` both heads read, from uint8 image stacks ``(B, 15, H, W)``."""
         film = None if self.film is None else self.film(instruction)
         parts = [self.image_encoder(standardize(images), film), instruction]
         if self.use_previous_action:
             parts.append(self.embed_previous_action(previous_action))
-        hidden = F.relu(self.hidden(self.dropout(torch.cat(parts, dim=1))))
-        return FactoredActionDistribution(self.block_head(hidden), self.direction_head(hidden))
+        return F.relu(self.hidden(self.dropout(torch.cat(parts, dim=1))))
+
+    def action_distribution(self, features: torch.Tensor) -> FactoredActionDistribution:
+        return FactoredActionDistribution(self.block_head(features), self.direction_head(features))
+
+    def predict_goal(self, features: torch.Tensor) -> torch.Tensor:
+        """``(B, 4)``: the moved block's goal (x, z) and its offset from the block (x, z), in block lengths."""
+        if self.goal_head is None:
+            raise RuntimeError("this network has no goal head: build it with network.goal_head=true")
+        return self.goal_head(features)
+
+    def forward(
+        self, images: torch.Tensor, instruction: torch.Tensor, previous_action: torch.Tensor
+    ) -> FactoredActionDistribution:
+        """Action distribution from uint8 image stacks ``(B, 15, H, W)``, encoded instructions and previous actions."""
+        return self.action_distribution(self.joint_features(images, instruction, previous_action))
