@@ -26,22 +26,30 @@ def run_train(args: list[str], root: Path, corpus: Path, check: bool = True) -> 
     return out
 
 
-def val_errors(run: Path) -> list[float]:
+def val_errors(run: Path, key: str = "val/mean_error") -> list[float]:
     with open(run / "csv" / "version_0" / "metrics.csv") as handle:
         rows = list(csv.DictReader(handle))
-    return [float(r["val/mean_error"]) for r in rows if r.get("val/mean_error")]
+    return [float(r[key]) for r in rows if r.get(key)]
 
 
 @pytest.mark.parametrize("model", ["supervised", "bandit", "reinforce", "oracle"])
 def test_smoke_experiment_on_two_processes(model, corpus_root, tmp_path):
     run = tmp_path / "run"
     mirrors = ["data.mirrors=[none,x]"] if model == "oracle" else []  # mirrored rollouts under DDP too
+    goal = ["network.goal_head=true"] if model == "supervised" else []  # and the goal agent's validation
     run_train(
-        [f"model={model}", "trainer.devices=2", "experiment=smoke", f"hydra.run.dir={run}", *mirrors],
+        [f"model={model}", "trainer.devices=2", "experiment=smoke", f"hydra.run.dir={run}", *mirrors, *goal],
         tmp_path,
         corpus_root,
     )
     assert (run / "checkpoints" / "last.ckpt").is_file() and len(val_errors(run)) == 2
+    if model == "supervised":
+        assert len(val_errors(run, "val/goal_agent_mean_error")) == 2
+        env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
+        command = ["eval.py", "agent=goal", f"ckpt_path={run / 'checkpoints' / 'last.ckpt'}", "limit=4"]
+        out = subprocess.run([sys.executable, *command], cwd=REPO, env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert '"agent": "goal", "n": 4' in out.stdout
     assert (run / "train_ddp_process_1.log").exists()  # the second rank ran inside the same run folder
     if model != "supervised":
         assert (run / "pretrain" / "checkpoints" / "pretrain.ckpt").is_file()

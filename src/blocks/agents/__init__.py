@@ -1,4 +1,4 @@
-"""Agents that act in the vector environment: the non-learned baselines (learned policies join later)."""
+"""Agents that act in the vector environment: the non-learned baselines here; learned ones in `policy` and `goal`."""
 
 from blocks.agents.baselines import Agent, DemonstrationAgent, RandomAgent, StopAgent
 

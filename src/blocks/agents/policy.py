@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -50,7 +51,7 @@ class PolicyAgent(Agent):
         self.device = torch.device(device) if device is not None else next(policy.parameters()).device
 
     @classmethod
-    def from_checkpoint(cls, path: str, greedy: bool = True, device: str | None = None) -> PolicyAgent:
+    def from_checkpoint(cls, path: str, device: str | None = None, **options: Any) -> PolicyAgent:
         """Agent of any learner's checkpoint (the hyperparameters inside rebuild the network)."""
         from pathlib import Path
 
@@ -67,7 +68,7 @@ class PolicyAgent(Agent):
             learner.hparams.vocabulary,
             frames=learner.hparams.network.get("frames", 5),
             image_size=learner.hparams.network.get("image_size", 120),
-            greedy=greedy,
+            **options,
         )
 
     def begin(

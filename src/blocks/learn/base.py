@@ -1,7 +1,8 @@
 """What every learner shares: the policy backbone, its checkpointed hyperparameters, and validation.
 
 Validation rolls out the greedy policy on the tuning split and logs the distance error (``val/mean_error``,
-the checkpoint monitor) with torchmetrics, which also gathers it across DDP ranks.
+the checkpoint monitor) with torchmetrics, which also gathers it across DDP ranks. A network with a goal head is
+also rolled out by :class:`GoalSeekingAgent` (``val/goal_agent_mean_error``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytorch_lightning as pl
 import torch
 from torchmetrics import CatMetric
 
+from blocks.agents.goal import GoalSeekingAgent
 from blocks.agents.policy import PolicyAgent
 from blocks.evaluate import run_episodes
 from blocks.model.policy import PolicyNetwork
@@ -46,6 +48,7 @@ class PolicyLearner(pl.LightningModule):
         self.val_min_distances = CatMetric()
         self.val_steps = CatMetric()
         self.val_horizon = CatMetric()
+        self.val_goal_agent_errors = CatMetric()  # with a goal head: the errors of GoalSeekingAgent, too
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
@@ -72,6 +75,19 @@ class PolicyLearner(pl.LightningModule):
         self.val_min_distances.update(as_tensor("min_distance"))
         self.val_steps.update(as_tensor("steps"))
         self.val_horizon.update(as_tensor("hit_horizon"))
+        if self.policy.goal_head is not None:
+            network = self.hparams.network
+            agent = GoalSeekingAgent(
+                self.policy, self.hparams.vocabulary, network.get("frames", 5), network.get("image_size", 120)
+            )
+            results = run_episodes(
+                agent,
+                examples,
+                batch_size=len(examples),
+                render_frames=datamodule.renderer.render,
+                progress=False,
+            )
+            self.val_goal_agent_errors.update(torch.tensor([r.error for r in results], dtype=torch.float32))
 
     def on_validation_epoch_end(self) -> None:
         errors = self.val_errors.compute()
@@ -82,6 +98,11 @@ class PolicyLearner(pl.LightningModule):
             "val/mean_steps": self.val_steps.compute().mean(),
             "val/horizon_rate": self.val_horizon.compute().mean(),
         }
+        if self.policy.goal_head is not None:
+            goal_errors = self.val_goal_agent_errors.compute()
+            figures["val/goal_agent_mean_error"] = goal_errors.mean()
+            figures["val/goal_agent_median_error"] = goal_errors.median()
+            self.val_goal_agent_errors.reset()
         # The metrics already gathered every rank's episodes: the all-reduce below averages equal values.
         self.log_dict(figures, prog_bar=False, sync_dist=True)
         self.log("val_error", figures["val/mean_error"], prog_bar=True, logger=False, sync_dist=True)

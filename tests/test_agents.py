@@ -1,0 +1,62 @@
+"""The goal-seeking agent's rule, given a goal head that tells the truth: it walks to the goal and stops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from blocks.agents.goal import GoalSeekingAgent
+from blocks.model.policy import PolicyNetwork, goal_targets
+from blocks.world.task import Task
+from blocks.world.vector_env import VectorBlocksEnv
+
+VOCAB = ["<pad>", "<unk>", "move", "block"]
+
+
+def truthful_agent(env: VectorBlocksEnv) -> GoalSeekingAgent:
+    """A network whose block head always says block 0 and whose goal head reads the true offset off ``env``."""
+    policy = PolicyNetwork(len(VOCAB), goal_head=True)
+    torch.nn.init.zeros_(policy.block_head.weight)
+    with torch.no_grad():
+        policy.block_head.bias.copy_(torch.arange(20, 0, -1).float())
+    policy.predict_goal = lambda features: torch.from_numpy(
+        goal_targets(env.goals[:, 0], env.positions[:, 0])
+    )
+    return GoalSeekingAgent(policy, VOCAB)
+
+
+def run(agent: GoalSeekingAgent, env: VectorBlocksEnv, tasks: list[Task]) -> list[int]:
+    observation, _ = env.reset(tasks)
+    agent.begin(tasks, instructions=["move block"] * len(tasks))
+    taken = []
+    while not env.all_done:
+        actions = agent.act(observation)
+        taken.append(int(actions[0]))
+        observation, *_ = env.step(actions)
+    return taken
+
+
+def test_it_walks_the_block_to_the_goal_and_stops(renderer):
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    task = Task(np.array([[0.0, 0.0], [-0.8, 0.8]]), np.array([[0.5, 0.3], [-0.8, 0.8]]))
+    taken = run(truthful_agent(env), env, [task])
+    assert sorted(taken[:-1]) == [1] * 5 + [2] * 3 and taken[-1] == 80  # 5 right, 3 up, then STOP
+    assert env.error[0] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_after_a_failed_move_it_tries_the_other_axis(renderer):
+    """Block 1 stands just right of block 0: moving right fails until block 0 has gone up past it."""
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    task = Task(np.array([[0.0, 0.0], [0.16, 0.0]]), np.array([[0.5, 0.3], [0.16, 0.0]]))
+    taken = run(truthful_agent(env), env, [task])
+    assert taken[0] == 1 and taken[1] == 2  # right fails (the picture does not change), so up
+    assert env.failed_moves[0] >= 1 and taken[-1] == 80
+    assert env.error[0] == pytest.approx(0.0, abs=1e-9) and len(taken) < 20
+
+
+def test_it_needs_a_goal_head_and_a_positive_stop_distance():
+    with pytest.raises(ValueError, match="network.goal_head=true"):
+        GoalSeekingAgent(PolicyNetwork(len(VOCAB)), VOCAB)
+    with pytest.raises(ValueError, match="agent.stop_within"):
+        GoalSeekingAgent(PolicyNetwork(len(VOCAB), goal_head=True), VOCAB, stop_within=0.0)
