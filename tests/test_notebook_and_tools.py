@@ -73,6 +73,18 @@ def test_gif_of_an_episode(checkpoint, corpus_root, tmp_path):
     )
     with Image.open(out) as gif:
         assert gif.n_frames >= 2 and gif.size[0] == 480
+    shipped = REPO / "checkpoints" / "supervised_goal.ckpt"  # the goal agent needs a network with a goal head
+    out = main(
+        [
+            "agent=goal",
+            f"ckpt_path={shipped}",
+            "index=2",
+            f"out={tmp_path / 'goal.gif'}",
+            f"data_root={corpus_root}",
+        ]
+    )
+    with Image.open(out) as gif:
+        assert gif.n_frames >= 2
 
 
 def test_notebook_runs_on_a_short_example(checkpoint, corpus_root, tmp_path):

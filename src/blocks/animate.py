@@ -1,6 +1,7 @@
 """Write an animated GIF of an episode: every step's frame, the instruction as a caption, the final error.
 
 python -m blocks.animate agent=policy ckpt_path=checkpoints/bandit.ckpt split=dev index=0 [out=logs/gif/x.gif]
+python -m blocks.animate agent=goal ckpt_path=checkpoints/supervised_goal.ckpt split=dev index=0
 python -m blocks.animate agent=demonstrations split=dev index=3
 """
 
@@ -54,6 +55,7 @@ def write_gif(episode: Episode, path: Path, scale: int = 4, ms_per_frame: int = 
 
 def main(argv: list[str]) -> Path:
     from blocks.agents import DemonstrationAgent, RandomAgent, StopAgent
+    from blocks.agents.goal import GoalSeekingAgent
     from blocks.agents.policy import PolicyAgent
     from blocks.corpus.download import default_data_root
     from blocks.corpus.loader import load_split
@@ -64,17 +66,18 @@ def main(argv: list[str]) -> Path:
     unknown = set(cfg) - set(DEFAULTS)
     if unknown:
         raise SystemExit(f"unknown option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
-    agents = {"policy": None, "demonstrations": DemonstrationAgent, "random": RandomAgent, "stop": StopAgent}
+    learned = {"policy": PolicyAgent, "goal": GoalSeekingAgent}
+    agents = {**learned, "demonstrations": DemonstrationAgent, "random": RandomAgent, "stop": StopAgent}
     if cfg.agent not in agents:
         raise SystemExit(f"unknown agent {cfg.agent!r}; choose one of {', '.join(agents)}")
-    agent = PolicyAgent.from_checkpoint(cfg.ckpt_path) if cfg.agent == "policy" else agents[cfg.agent]()
+    agent = learned[cfg.agent].from_checkpoint(cfg.ckpt_path) if cfg.agent in learned else agents[cfg.agent]()
     root = cfg.data_root or default_data_root()
     examples = load_split(cfg.split, root)
     if not 0 <= cfg.index < len(examples):
         raise SystemExit(f"index {cfg.index} out of range: split {cfg.split} has {len(examples)} examples")
     example = examples[cfg.index]
     instruction = cfg.instruction or example.instruction
-    renderer = Renderer(root, agent.image_size if cfg.agent == "policy" else 120)
+    renderer = Renderer(root, agent.image_size if cfg.agent in learned else 120)
     episode = run_episode(agent, example.task, instruction, renderer)
     out = Path(cfg.out or f"logs/gif/{cfg.agent}_{cfg.split}_{cfg.index}.gif")
     write_gif(episode, out, cfg.scale, cfg.ms_per_frame)
