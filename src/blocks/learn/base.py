@@ -7,10 +7,12 @@ also rolled out by :class:`GoalSeekingAgent` (``val/goal_agent_mean_error``).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytorch_lightning as pl
 import torch
+import torch.nn.functional as F
 from torchmetrics import CatMetric
 
 from blocks.agents.goal import GoalSeekingAgent
@@ -63,31 +65,35 @@ class PolicyLearner(pl.LightningModule):
             greedy=greedy,
         )
 
+    def goal_agent(self) -> GoalSeekingAgent:
+        """The agent that steps towards the goal head's prediction (needs ``network.goal_head=true``)."""
+        acting = self.agent()
+        return GoalSeekingAgent(self.policy, acting.vocab, acting.frames, acting.image_size)
+
+    def goal_loss(self, features: torch.Tensor, target: torch.Tensor) -> torch.Tensor | None:
+        """The weighted auxiliary goal regression on the joint features; None without a goal head or weight."""
+        if self.policy.goal_head is None or self.goal_loss_weight == 0:
+            return None
+        loss = F.smooth_l1_loss(self.policy.predict_goal(features), target)
+        self.log("train/goal_loss", loss, batch_size=len(target))
+        return self.goal_loss_weight * loss
+
     def validation_step(self, indices: list[int], batch_idx: int) -> None:
         datamodule = self.trainer.datamodule
         examples = [datamodule.val_examples[i] for i in indices]
-        results = run_episodes(
-            self.agent(greedy=True), examples, batch_size=len(examples), render_frames=datamodule.renderer.render,
+        play = partial(
+            run_episodes, examples=examples, batch_size=len(examples), render_frames=datamodule.renderer.render,
             progress=False,
         )  # fmt: skip
+        results = play(self.agent(greedy=True))
         as_tensor = lambda key: torch.tensor([getattr(r, key) for r in results], dtype=torch.float32)  # noqa: E731
         self.val_errors.update(as_tensor("error"))
         self.val_min_distances.update(as_tensor("min_distance"))
         self.val_steps.update(as_tensor("steps"))
         self.val_horizon.update(as_tensor("hit_horizon"))
         if self.policy.goal_head is not None:
-            network = self.hparams.network
-            agent = GoalSeekingAgent(
-                self.policy, self.hparams.vocabulary, network.get("frames", 5), network.get("image_size", 120)
-            )
-            results = run_episodes(
-                agent,
-                examples,
-                batch_size=len(examples),
-                render_frames=datamodule.renderer.render,
-                progress=False,
-            )
-            self.val_goal_agent_errors.update(torch.tensor([r.error for r in results], dtype=torch.float32))
+            results = play(self.goal_agent())
+            self.val_goal_agent_errors.update(as_tensor("error"))
 
     def on_validation_epoch_end(self) -> None:
         errors = self.val_errors.compute()

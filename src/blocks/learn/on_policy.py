@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from blocks.learn.base import PolicyLearner
 from blocks.learn.rollout import Rollout, RolloutChunk, gather_stacks
@@ -95,11 +94,9 @@ class RolloutLearner(PolicyLearner):
         )
         distribution = self.policy.action_distribution(features)
         loss, figures = self.objective(rollout, steps, boards, distribution)
-        if self.policy.goal_head is not None and self.goal_loss_weight > 0 and rollout.goal is not None:
-            # The auxiliary goal loss of SUPERVISED (network.goal_head), on the learner's own states.
-            goal_loss = F.smooth_l1_loss(self.policy.predict_goal(features), rollout.goal[steps, boards])
-            loss = loss + self.goal_loss_weight * goal_loss
-            figures = {**figures, "train/goal_loss": goal_loss}
+        goal_loss = None if rollout.goal is None else self.goal_loss(features, rollout.goal[steps, boards])
+        if goal_loss is not None:  # network.goal_head: the goal regression on the learner's own states
+            loss = loss + goal_loss
 
         self.manual_backward(loss * chunk.weight)
         self.frames_seen += len(steps)

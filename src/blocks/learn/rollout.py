@@ -1,8 +1,9 @@
 """On-policy rollouts: step a batch of boards with the current policy, sampling block and direction.
 
 A rollout keeps only what the update needs: each step's new frame, the sampled (block, direction), the previous
-action, the immediate reward, whether the board was still acting, and the goal head's targets. The agent contexts (5-frame stacks) are
-rebuilt from the frames in one gather at update time, identical to what the policy saw.
+action, the immediate reward, whether the board was still acting, and the goal head's targets. The agent
+contexts (5-frame stacks) are rebuilt from the frames in one gather at update time, identical to what the
+policy saw.
 """
 
 from __future__ import annotations

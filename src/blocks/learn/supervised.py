@@ -25,10 +25,9 @@ class SupervisedLearner(PolicyLearner):
         block_loss = F.nll_loss(distribution.block_log_probs, batch["block"])
         direction_loss = F.nll_loss(distribution.direction_log_probs, batch["direction"])
         loss = block_loss + direction_loss
-        if self.policy.goal_head is not None:
-            goal_loss = F.smooth_l1_loss(self.policy.predict_goal(features), batch["goal"])
-            loss = loss + self.goal_loss_weight * goal_loss
-            self.log("train/goal_loss", goal_loss)
+        goal_loss = self.goal_loss(features, batch["goal"])
+        if goal_loss is not None:  # network.goal_head
+            loss = loss + goal_loss
         with torch.no_grad():
             block_accuracy = (distribution.block_log_probs.argmax(1) == batch["block"]).float().mean()
             direction_accuracy = (
