@@ -6,8 +6,8 @@ action), so this measures what a model reads from one picture and instruction, n
     python scripts/teacher_forced.py checkpoints/supervised.ckpt --split tune --mirror none --limit 200
     python scripts/teacher_forced.py checkpoints/supervised.ckpt --no-previous-action   # the previous action hidden
 
-Prints one JSON line: direction and block accuracy, STOP recall and precision, over ``--pairs`` (example, step) pairs drawn
-at random (seed 0) from the demonstrations of the first ``--limit`` examples of the split.
+Prints one JSON line: direction and block accuracy, STOP recall and precision, over ``--pairs`` (example, step)
+pairs drawn at random (seed 0) from the demonstrations of the first ``--limit`` examples of the split.
 """
 
 from __future__ import annotations

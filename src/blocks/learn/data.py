@@ -138,7 +138,7 @@ class DemonstrationSteps(Dataset):
         previous = np.full(n, -1, np.int64)
         block = np.zeros(n, np.int64)
         direction = np.zeros(n, np.int64)
-        goal = np.zeros((n, 4), np.float32)
+        goal, position = np.zeros((n, 2)), np.zeros((n, 2))  # the moved block's goal and where it stands
         for row, (i, t) in enumerate(items):
             task, plan = self.examples[i].task, self.plans[i]
             m = task.num_blocks
@@ -155,7 +155,7 @@ class DemonstrationSteps(Dataset):
             previous[row] = plan.actions[t - 1] if t > 0 else -1
             block[row] = plan.block
             direction[row] = STOP_DIRECTION if action == STOP else action % 4
-            goal[row] = goal_targets(task.goal[plan.block][None], plan.points[t][None])[0]
+            goal[row], position[row] = task.goal[plan.block], plan.points[t]
         images = np.zeros((n * k, 3, self.renderer.size, self.renderer.size), np.uint8)
         flat = exists.reshape(-1)
         images[flat] = self.renderer.render(
@@ -171,7 +171,7 @@ class DemonstrationSteps(Dataset):
             "previous_action": torch.from_numpy(previous),
             "block": torch.from_numpy(block),
             "direction": torch.from_numpy(direction),
-            "goal": torch.from_numpy(goal),
+            "goal": torch.from_numpy(goal_targets(goal, position)),
         }
 
 

@@ -54,7 +54,6 @@ class ImageEncoder(nn.Module):
         channels: int = 32,
         out_dim: int = 200,
         coordinates: bool = False,
-        goal_head: bool = False,
     ):
         super().__init__()
         self.channels = channels
