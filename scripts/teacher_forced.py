@@ -6,8 +6,10 @@ action), so this measures what a model reads from one picture and instruction, n
     python scripts/teacher_forced.py checkpoints/supervised.ckpt --split tune --mirror none --limit 200
     python scripts/teacher_forced.py checkpoints/supervised.ckpt --no-previous-action   # the previous action hidden
 
-Prints one JSON line: direction and block accuracy, STOP recall and precision, over ``--pairs`` (example, step)
-pairs drawn at random (seed 0) from the demonstrations of the first ``--limit`` examples of the split.
+Prints one JSON line: direction and block accuracy, STOP recall and precision, and for a network with a goal head
+(or goal map) the mean distance between the predicted and the true goal and offset (block lengths), over
+``--pairs`` (example, step) pairs drawn at random (seed 0) from the demonstrations of the first ``--limit``
+examples of the split.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def main() -> None:
     examples = with_mirrors(examples, [args.mirror])
     steps = DemonstrationSteps(examples, [vocabulary.encode(x.tokens) for x in examples], Renderer(args.root))
     chosen = np.random.default_rng(0).permutation(len(steps))[: args.pairs]
-    predicted, gold, block_hits = [], [], []
+    predicted, gold, block_hits, goal_errors = [], [], [], []
     with torch.no_grad():
         for start in range(0, len(chosen), 128):
             batch = steps.collate([steps[i] for i in chosen[start : start + 128]])
@@ -52,12 +54,17 @@ def main() -> None:
             if args.no_previous_action:
                 previous = torch.full_like(previous, -1)
             text = learner.policy.encode_instruction(batch["tokens"], batch["lengths"])
-            distribution = learner.policy(batch["images"], text, previous)
+            features = learner.policy.joint_features(batch["images"], text, previous)
+            distribution = learner.policy.action_distribution(features)
+            if learner.policy.has_goal_head:
+                goal = learner.policy.predict_goal(features, batch["images"], text) - batch["goal"]
+                goal_errors.append(torch.linalg.vector_norm(goal.view(-1, 2, 2), dim=2).numpy())
             predicted.append(distribution.direction_log_probs.argmax(1).numpy())
             gold.append(batch["direction"].numpy())
             block_hits.append((distribution.block_log_probs.argmax(1) == batch["block"]).numpy())
     p, g = np.concatenate(predicted), np.concatenate(gold)
     stop, said_stop = g == STOP_DIRECTION, p == STOP_DIRECTION
+    goal_error = np.concatenate(goal_errors).mean(0).round(4).tolist() if goal_errors else [None, None]
     print(
         json.dumps(
             {
@@ -70,6 +77,8 @@ def main() -> None:
                 "block_accuracy": round(float(np.concatenate(block_hits).mean()), 4),
                 "stop_recall": round(float(said_stop[stop].mean()), 4) if stop.any() else None,
                 "stop_precision": round(float(stop[said_stop].mean()), 4) if said_stop.any() else None,
+                "goal_error": goal_error[0],
+                "offset_error": goal_error[1],
             }
         )
     )

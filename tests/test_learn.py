@@ -307,8 +307,9 @@ def test_goal_targets_follow_the_block_to_its_goal(renderer, two_block_task, cor
     assert (np.abs(offsets[actions == STOP]) < 0.5).all()  # STOP where the block is (about) at its goal
 
 
+@pytest.mark.parametrize("network", [{"goal_head": True}, {"goal_map": True}], ids=["linear", "map"])
 def test_the_goal_loss_trains_the_goal_head_in_supervised_and_rollout_learners(
-    renderer, two_block_task, corpus_root
+    network, renderer, two_block_task, corpus_root
 ):
     from blocks.learn.oracle import OracleLearner
     from blocks.learn.supervised import SupervisedLearner
@@ -317,19 +318,20 @@ def test_the_goal_loss_trains_the_goal_head_in_supervised_and_rollout_learners(
     torch.manual_seed(0)
     dm = DemonstrationDataModule(root=str(corpus_root), batch_size=8, max_train_examples=2, seed=0)
     batch = dm.steps.collate([dm.steps[i] for i in range(8)])
-    learner = SupervisedLearner(dm.vocabulary.to_list(), network={"goal_head": True})
+    learner = SupervisedLearner(dm.vocabulary.to_list(), network=network)
 
     def supervised_goal_error() -> float:
         with torch.no_grad():
             text = learner.policy.encode_instruction(batch["tokens"], batch["lengths"])
             features = learner.policy.joint_features(batch["images"], text, batch["previous_action"])
-            return float((learner.policy.predict_goal(features) - batch["goal"]).abs().mean())
+            goal = learner.policy.predict_goal(features, batch["images"], text)
+            return float((goal - batch["goal"]).abs().mean())
 
     before = supervised_goal_error()
     fit_on(learner, [batch] * 20, max_epochs=1)
     assert supervised_goal_error() < 0.7 * before
 
-    learner = OracleLearner(VOCAB, network={"goal_head": True})
+    learner = OracleLearner(VOCAB, network=network)
     env = VectorBlocksEnv(render_frames=renderer.render)
     rollout = collect_rollout(
         learner.policy, env, [two_block_task] * 2, torch.tensor([[2, 3], [2, 4]]), torch.tensor([2, 2]),
@@ -345,7 +347,7 @@ def test_the_goal_loss_trains_the_goal_head_in_supervised_and_rollout_learners(
                 images, text, rollout.previous_action[chunk.steps, chunk.boards]
             )
             target = rollout.goal[chunk.steps, chunk.boards]
-            return float((learner.policy.predict_goal(features) - target).abs().mean())
+            return float((learner.policy.predict_goal(features, images, text) - target).abs().mean())
 
     before = rollout_goal_error()
     fit_on(learner, [chunk] * 20, max_epochs=1)

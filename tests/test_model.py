@@ -168,3 +168,51 @@ def test_the_goal_head_reads_the_hidden_layer_and_leaves_the_actions_alone():
 def test_goal_targets_are_the_goal_and_the_offset_in_block_lengths():
     goal, position = np.array([[0.1524, 0.0]]), np.array([[0.0, 0.3048]])
     assert goal_targets(goal, position).tolist() == [[1.0, 0.0, 1.0, -2.0]]
+
+
+def test_the_goal_map_cells_sit_where_the_camera_draws_block_tops():
+    """A board point's own cell (the pixel the camera projects it to, divided by the cell size) is the cell whose
+    centre lies nearest to it on the board: map and picture agree on where things are."""
+    from blocks.model.goal_map import CELL, cell_centres
+    from blocks.render.camera import Camera
+    from blocks.world.geometry import BLOCK_SIDE
+
+    centres = cell_centres(120).numpy() * BLOCK_SIDE  # (2, 900), board units
+    points = np.random.default_rng(0).uniform(-1.1, 1.1, size=(200, 2))
+    row, column = Camera(120).project(points[:, 0], points[:, 1], BLOCK_SIDE)
+    own = (row // CELL).astype(int) * (120 // CELL) + (column // CELL).astype(int)
+    nearest = ((centres.T[None] - points[:, None]) ** 2).sum(-1).argmin(1)
+    assert (own == nearest).all()
+
+
+def test_the_goal_map_replaces_the_linear_goal_head_and_leaves_the_actions_alone():
+    torch.manual_seed(0)
+    paper, with_map = PolicyNetwork(30), PolicyNetwork(30, goal_map=True)
+    with_map.load_state_dict(paper.state_dict(), strict=False)
+    assert with_map.has_goal_head and with_map.goal_head is None and not paper.has_goal_head
+    assert {k.split(".")[0] for k in set(with_map.state_dict()) - set(paper.state_dict())} == {"goal_map"}
+    images = torch.randint(0, 256, (3, 15, 120, 120), dtype=torch.uint8)
+    text = paper.encode_instruction(torch.tensor([[2, 3, 4]] * 3), torch.tensor([3, 2, 1]))
+    previous = torch.tensor([-1, 5, 80])
+    features = with_map.joint_features(images, text, previous)
+    assert torch.equal(
+        with_map(images, text, previous).block.logits, paper(images, text, previous).block.logits
+    )
+    goal = with_map.predict_goal(features, images, text)
+    assert goal.shape == (3, 4) and goal.abs().max() < 9  # expected cell centres lie on the board
+    with pytest.raises(ValueError, match="images and the instruction"):
+        with_map.predict_goal(features)
+
+
+def test_the_goal_maps_place_branch_reads_the_block_not_the_instruction():
+    """Where the block stands comes from the picture and the block id alone; where it goes depends on the words."""
+    torch.manual_seed(0)
+    net = PolicyNetwork(30, goal_map=True)
+    for parameter in (net.goal_map.text_film.weight, net.goal_map.block_film.weight):
+        torch.nn.init.normal_(parameter, std=0.3)
+    images = torch.randint(0, 256, (1, 15, 120, 120), dtype=torch.uint8).expand(2, -1, -1, -1)
+    text = net.encode_instruction(torch.tensor([[2, 3, 4], [5, 6, 7]]), torch.tensor([3, 3]))
+    features = torch.zeros(2, 120)  # the block head then picks the same block for both
+    goal = net.predict_goal(features, images, text)
+    place = goal[:, :2] - goal[:, 2:]
+    assert torch.allclose(place[0], place[1], atol=1e-5) and not torch.allclose(goal[0, :2], goal[1, :2])

@@ -36,15 +36,17 @@ def val_errors(run: Path, key: str = "val/mean_error") -> list[float]:
 def test_smoke_experiment_on_two_processes(model, corpus_root, tmp_path):
     run = tmp_path / "run"
     mirrors = ["data.mirrors=[none,x]"] if model == "oracle" else []  # mirrored rollouts under DDP too
-    goal = ["network.goal_head=true"] if model == "supervised" else []  # and the goal agent's validation
+    # The goal agent's validation too: the linear goal head on demonstrations, the goal map on rollouts.
+    goal = {"supervised": ["network.goal_head=true"], "oracle": ["network.goal_map=true"]}.get(model, [])
     run_train(
         [f"model={model}", "trainer.devices=2", "experiment=smoke", f"hydra.run.dir={run}", *mirrors, *goal],
         tmp_path,
         corpus_root,
     )
     assert (run / "checkpoints" / "last.ckpt").is_file() and len(val_errors(run)) == 2
-    if model == "supervised":
+    if goal:
         assert len(val_errors(run, "val/goal_agent_mean_error")) == 2
+    if model == "supervised":
         env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
         command = ["eval.py", "agent=goal", f"ckpt_path={run / 'checkpoints' / 'last.ckpt'}", "limit=4"]
         out = subprocess.run([sys.executable, *command], cwd=REPO, env=env, capture_output=True, text=True)

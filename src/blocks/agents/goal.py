@@ -1,7 +1,7 @@
 """Acting from the goal head (ours): step the chosen block towards where the network says its goal is.
 
-A network trained with ``network.goal_head=true`` predicts, from the same images, instruction and previous action
-as its action heads, the offset from the moved block to its goal. This agent reads that offset afresh at every
+A network trained with ``network.goal_head=true`` (or ``network.goal_map=true``) predicts, from the same images,
+instruction and previous action as its action heads, the offset from the moved block to its goal. This agent reads that offset afresh at every
 step and moves the block the block head picks one step along the axis with the larger remaining offset, or stops
 when the offset on both axes is under ``stop_within`` steps. A move that leaves the picture unchanged failed
 (another block or the edge was in the way): the next step tries the other axis. The network is unchanged; only
@@ -37,7 +37,7 @@ class GoalSeekingAgent(PolicyAgent):
         stop_within: float = 0.5,
         device: str | torch.device | None = None,
     ):
-        if policy.goal_head is None:
+        if not policy.has_goal_head:
             raise ValueError(
                 "agent=goal needs a network with a goal head: a checkpoint trained with network.goal_head=true"
             )
@@ -60,7 +60,8 @@ class GoalSeekingAgent(PolicyAgent):
         images = torch.from_numpy(self.history.stack()).to(self.device)
         features = self.policy.joint_features(images, self.text, torch.from_numpy(previous).to(self.device))
         block = self.policy.action_distribution(features).block_log_probs.argmax(1).cpu().numpy()
-        offset = self.policy.predict_goal(features)[:, 2:].cpu().numpy()  # (n, 2): x, z in block lengths
+        goal = self.policy.predict_goal(features, images, self.text)
+        offset = goal[:, 2:].cpu().numpy()  # (n, 2): x, z in block lengths
 
         if self.last_frame is not None:
             moved = (previous >= 0) & (previous != STOP)

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytorch_lightning as pl
 import torch
-import torch.nn.functional as F
 from torchmetrics import CatMetric
 
 from blocks.agents.goal import GoalSeekingAgent
@@ -70,11 +69,13 @@ class PolicyLearner(pl.LightningModule):
         acting = self.agent()
         return GoalSeekingAgent(self.policy, acting.vocab, acting.frames, acting.image_size)
 
-    def goal_loss(self, features: torch.Tensor, target: torch.Tensor) -> torch.Tensor | None:
-        """The weighted auxiliary goal regression on the joint features; None without a goal head or weight."""
-        if self.policy.goal_head is None or self.goal_loss_weight == 0:
+    def goal_loss(
+        self, target: torch.Tensor, features: torch.Tensor, images: torch.Tensor, instruction: torch.Tensor
+    ) -> torch.Tensor | None:
+        """The weighted auxiliary goal regression (goal head or goal map); None without either or a weight."""
+        if not self.policy.has_goal_head or self.goal_loss_weight == 0:
             return None
-        loss = F.smooth_l1_loss(self.policy.predict_goal(features), target)
+        loss = self.policy.goal_loss(target, features, images, instruction)
         self.log("train/goal_loss", loss, batch_size=len(target))
         return self.goal_loss_weight * loss
 
@@ -91,7 +92,7 @@ class PolicyLearner(pl.LightningModule):
         self.val_min_distances.update(as_tensor("min_distance"))
         self.val_steps.update(as_tensor("steps"))
         self.val_horizon.update(as_tensor("hit_horizon"))
-        if self.policy.goal_head is not None:
+        if self.policy.has_goal_head:
             results = play(self.goal_agent())
             self.val_goal_agent_errors.update(as_tensor("error"))
 
@@ -104,7 +105,7 @@ class PolicyLearner(pl.LightningModule):
             "val/mean_steps": self.val_steps.compute().mean(),
             "val/horizon_rate": self.val_horizon.compute().mean(),
         }
-        if self.policy.goal_head is not None:
+        if self.policy.has_goal_head:
             goal_errors = self.val_goal_agent_errors.compute()
             figures["val/goal_agent_mean_error"] = goal_errors.mean()
             figures["val/goal_agent_median_error"] = goal_errors.median()

@@ -94,7 +94,9 @@ class RolloutLearner(PolicyLearner):
         )
         distribution = self.policy.action_distribution(features)
         loss, figures = self.objective(rollout, steps, boards, distribution)
-        goal_loss = None if rollout.goal is None else self.goal_loss(features, rollout.goal[steps, boards])
+        goal_loss = None
+        if rollout.goal is not None:
+            goal_loss = self.goal_loss(rollout.goal[steps, boards], features, images, text[board_of_frame])
         if goal_loss is not None:  # network.goal_head: the goal regression on the learner's own states
             loss = loss + goal_loss
 

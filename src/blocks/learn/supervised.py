@@ -25,7 +25,7 @@ class SupervisedLearner(PolicyLearner):
         block_loss = F.nll_loss(distribution.block_log_probs, batch["block"])
         direction_loss = F.nll_loss(distribution.direction_log_probs, batch["direction"])
         loss = block_loss + direction_loss
-        goal_loss = self.goal_loss(features, batch["goal"])
+        goal_loss = self.goal_loss(batch["goal"], features, batch["images"], text)
         if goal_loss is not None:  # network.goal_head
             loss = loss + goal_loss
         with torch.no_grad():

@@ -8,7 +8,9 @@ Two options that are not in the paper (defaults off): ``fusion="film"`` lets the
 convolution's feature maps (FiLM, Perez et al. 2018), so the words choose what the CNN keeps of the picture
 before it is squeezed to 200 numbers; ``coordinates=True`` appends x and y coordinate planes to the image stack
 (CoordConv), so positions need not be inferred from padding. A third, ``goal_head=True``, adds a linear layer
-that regresses the moved block's goal from the hidden layer, trained as an auxiliary loss and never used to act.
+that regresses the moved block's goal from the hidden layer, trained as an auxiliary loss; ``goal_map=True``
+reads the same four numbers off instruction-modulated maps of the current frame instead (``blocks.model.goal_map``).
+The action heads never read either; the goal agent (``blocks.agents.goal``) acts on them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from blocks.model.distribution import FactoredActionDistribution
+from blocks.model.goal_map import GoalMap
 from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS, NUM_DIRECTIONS, STOP
 
 GOAL_OUTPUTS = 4  # goal x, z and offset x, z of the moved block
@@ -143,6 +146,7 @@ class PolicyNetwork(nn.Module):
         fusion: str = "concat",
         coordinates: bool = False,
         goal_head: bool = False,
+        goal_map: bool = False,
     ):
         super().__init__()
         if not 0.0 <= dropout < 1.0:
@@ -170,7 +174,9 @@ class PolicyNetwork(nn.Module):
         self.direction_head = nn.Linear(hidden_dim, NUM_DIRECTIONS + 1)
         # Ours: an auxiliary regression of where the moved block must go, read off the same joint features, so
         # they must encode the goal that the direction depends on (see blocks.learn.supervised; not used to act).
-        self.goal_head = nn.Linear(hidden_dim, GOAL_OUTPUTS) if goal_head else None
+        self.goal_head = nn.Linear(hidden_dim, GOAL_OUTPUTS) if goal_head and not goal_map else None
+        # Ours: the same four numbers read off instruction-modulated maps of the current frame (model.goal_map).
+        self.goal_map = GoalMap(text_dim, image_size, conv_channels) if goal_map else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -235,8 +241,40 @@ class PolicyNetwork(nn.Module):
     def action_distribution(self, features: torch.Tensor) -> FactoredActionDistribution:
         return FactoredActionDistribution(self.block_head(features), self.direction_head(features))
 
-    def predict_goal(self, features: torch.Tensor) -> torch.Tensor:
-        """``(B, 4)``: the moved block's goal (x, z) and its offset from the block (x, z), in block lengths."""
+    def goal_loss(
+        self, target: torch.Tensor, features: torch.Tensor, images: torch.Tensor, instruction: torch.Tensor
+    ) -> torch.Tensor:
+        """The goal regression's loss against ``goal_targets``: smooth L1 for the linear head, plus the maps'
+        cross-entropy for the goal map (see :meth:`GoalMap.loss`)."""
+        if self.goal_map is not None:
+            return self.goal_map.loss(*self.goal_map_inputs(features, images, instruction), target)
+        return F.smooth_l1_loss(self.predict_goal(features), target)
+
+    def goal_map_inputs(
+        self, features: torch.Tensor, images: torch.Tensor | None, instruction: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The current frame (standardised), the instruction and the block the policy would move."""
+        if images is None or instruction is None:
+            raise ValueError("the goal map reads the images and the instruction: pass both")
+        return standardize(images[:, -3:]), instruction, self.block_head(features).argmax(1)
+
+    @property
+    def has_goal_head(self) -> bool:
+        return self.goal_head is not None or self.goal_map is not None
+
+    def predict_goal(
+        self,
+        features: torch.Tensor,
+        images: torch.Tensor | None = None,
+        instruction: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``(B, 4)``: the moved block's goal (x, z) and its offset from the block (x, z), in block lengths.
+
+        The linear goal head reads the hidden layer ``features``; the goal map reads the current frame of the
+        uint8 ``images`` stack and the encoded ``instruction``.
+        """
+        if self.goal_map is not None:
+            return self.goal_map(*self.goal_map_inputs(features, images, instruction))
         if self.goal_head is None:
             raise RuntimeError("this network has no goal head: build it with network.goal_head=true")
         return self.goal_head(features)
