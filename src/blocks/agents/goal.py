@@ -1,11 +1,12 @@
 """Acting from the goal head (ours): step the chosen block towards where the network says its goal is.
 
 A network trained with ``network.goal_head=true`` (or ``network.goal_map=true``) predicts, from the same images,
-instruction and previous action as its action heads, the offset from the moved block to its goal. This agent reads that offset afresh at every
-step and moves the block the block head picks one step along the axis with the larger remaining offset, or stops
-when the offset on both axes is under ``stop_within`` steps. A move that leaves the picture unchanged failed
-(another block or the edge was in the way): the next step tries the other axis. The network is unchanged; only
-the rule that turns its outputs into an action differs from :class:`PolicyAgent`'s most probable action.
+instruction and previous action as its action heads, the offset from the moved block to its goal. This agent
+reads that offset afresh at every step and moves the block the block head picks one step along the axis with
+the larger remaining offset, or stops when the offset on both axes is under ``stop_within`` steps. A move that
+leaves the picture unchanged failed (another block or the edge was in the way): the next step tries the other
+axis. The network is unchanged; only the rule that turns its outputs into an action differs from
+:class:`PolicyAgent`'s most probable action.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class GoalSeekingAgent(PolicyAgent):
     ):
         if not policy.has_goal_head:
             raise ValueError(
-                "agent=goal needs a network with a goal head: a checkpoint trained with network.goal_head=true"
+                "agent=goal needs a network with a goal head: a checkpoint trained with network.goal_head=true "
+                "or network.goal_map=true"
             )
         if stop_within <= 0:
             raise ValueError(f"agent.stop_within must be positive, got {stop_within}")

@@ -58,9 +58,8 @@ class GoalMap(nn.Module):
             nn.Conv2d(channels, channels, 3, padding=d, dilation=d) for d in DILATIONS
         )
         self.place_convs = nn.ModuleList(nn.Conv2d(channels, channels, 3, padding=1) for _ in range(2))
-        goal_modulations = (
-            (len(self.goal_convs) + 1) * 2 * channels
-        )  # a scale and a shift per channel and layer
+        # A scale and a shift per channel, after the stem and after each convolution.
+        goal_modulations = (len(self.goal_convs) + 1) * 2 * channels
         place_modulations = (len(self.place_convs) + 1) * 2 * channels
         self.text_film = nn.Linear(text_dim, goal_modulations)
         self.block_film = nn.Embedding(MAX_BLOCKS, goal_modulations + place_modulations)
