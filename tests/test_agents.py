@@ -1,4 +1,5 @@
-"""The goal-seeking agent's rule, given a goal head that tells the truth: it walks to the goal and stops."""
+"""The goal-seeking agent's rule, given a goal head that tells the truth: it walks to the goal and stops; and
+ensembles of policy networks, which average what their networks say."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 
 from blocks.agents.goal import GoalSeekingAgent
+from blocks.agents.policy import PolicyAgent, checkpoint_paths
 from blocks.model.policy import PolicyNetwork, goal_targets
 from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
@@ -60,3 +62,50 @@ def test_it_needs_a_goal_head_and_a_positive_stop_distance():
         GoalSeekingAgent(PolicyNetwork(len(VOCAB)), VOCAB)
     with pytest.raises(ValueError, match="agent.stop_within"):
         GoalSeekingAgent(PolicyNetwork(len(VOCAB), goal_head=True), VOCAB, stop_within=0.0)
+
+
+def test_an_ensemble_averages_its_networks_log_probabilities_and_goals(renderer):
+    """Each network reads the text through its own vocabulary; the ensemble's distribution is the renormalised
+    mean of their log-probabilities, its goal the mean of their goals."""
+    vocabularies = [VOCAB, ["<pad>", "<unk>", "block", "move"]]
+    networks = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        networks.append(PolicyNetwork(len(VOCAB), goal_head=True).eval())
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    tasks = [Task(np.array([[0.0, 0.0], [-0.8, 0.8]]), np.array([[0.5, 0.3], [-0.8, 0.8]]))] * 2
+    instructions = ["move block", "block block move"]
+    observation, _ = env.reset(tasks)
+
+    def read(agent: PolicyAgent):
+        agent.begin(tasks, instructions=instructions)
+        with torch.no_grad():
+            return agent.read(observation, goal=True)
+
+    singles = [read(PolicyAgent(n, v)) for n, v in zip(networks, vocabularies, strict=True)]
+    ensemble = PolicyAgent(networks, vocabularies)
+    distribution, goal = read(ensemble)
+    for part in ("block_log_probs", "direction_log_probs"):
+        mean = (getattr(singles[0][0], part) + getattr(singles[1][0], part)) / 2
+        assert torch.allclose(getattr(distribution, part), torch.log_softmax(mean, dim=1), atol=1e-6)
+        assert not torch.allclose(getattr(singles[0][0], part), getattr(singles[1][0], part))
+    assert torch.allclose(goal, (singles[0][1] + singles[1][1]) / 2, atol=1e-6)
+    assert not torch.equal(ensemble.texts[0], ensemble.texts[1])
+    ensemble.begin(tasks, instructions=instructions)
+    expected = distribution.action_log_probs().argmax(1).numpy()
+    assert np.array_equal(ensemble.act(observation), expected)
+
+
+def test_an_ensemble_needs_a_vocabulary_per_network_and_existing_checkpoints(tmp_path):
+    networks = [PolicyNetwork(len(VOCAB)), PolicyNetwork(len(VOCAB))]
+    with pytest.raises(ValueError, match="one vocabulary per network"):
+        PolicyAgent(networks, [VOCAB])
+    with pytest.raises(ValueError, match="goal head"):
+        GoalSeekingAgent([PolicyNetwork(len(VOCAB), goal_head=True), networks[0]], [VOCAB, VOCAB])
+    with pytest.raises(ValueError, match="ckpt_path"):
+        checkpoint_paths([])
+    present = tmp_path / "a.ckpt"
+    present.write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="b.ckpt"):
+        checkpoint_paths([str(present), str(tmp_path / "b.ckpt")])
+    assert checkpoint_paths(str(present)) == [str(present)]

@@ -49,6 +49,19 @@ def test_eval_command_with_a_policy(checkpoint, corpus_root, tmp_path):
     assert record["agent"] == "policy" and record["n"] == 16 and record["mean_steps"] >= 1
 
 
+def test_eval_command_with_an_ensemble(checkpoint, corpus_root, tmp_path):
+    """Two copies of one network act as the network does: the mean of equal log-probabilities is the same."""
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
+    records = []
+    for path in (str(checkpoint), f"[{checkpoint},{checkpoint}]"):
+        out = subprocess.run(
+            [sys.executable, "eval.py", "agent=policy", f"ckpt_path={path}", "split=dev", "limit=16", "progress=false"],
+            cwd=REPO, env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        records.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert records[0]["mean_error"] == pytest.approx(records[1]["mean_error"], abs=1e-9)
+
+
 def test_eval_policy_without_checkpoint_says_what_is_missing(corpus_root, tmp_path):
     env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
     out = subprocess.run(

@@ -6,7 +6,8 @@ reads that offset afresh at every step and moves the block the block head picks 
 the larger remaining offset, or stops when the offset on both axes is under ``stop_within`` steps. A move that
 leaves the picture unchanged failed (another block or the edge was in the way): the next step tries the other
 axis. The network is unchanged; only the rule that turns its outputs into an action differs from
-:class:`PolicyAgent`'s most probable action.
+:class:`PolicyAgent`'s most probable action. Given several networks (an ensemble) it averages their goal
+predictions and block log-probabilities.
 """
 
 from __future__ import annotations
@@ -31,14 +32,15 @@ class GoalSeekingAgent(PolicyAgent):
 
     def __init__(
         self,
-        policy: PolicyNetwork,
-        vocabulary: Vocabulary | Sequence[str],
+        policy: PolicyNetwork | Sequence[PolicyNetwork],
+        vocabulary: Vocabulary | Sequence[str] | Sequence[Vocabulary | Sequence[str]],
         frames: int = 5,
         image_size: int = 120,
         stop_within: float = 0.5,
         device: str | torch.device | None = None,
     ):
-        if not policy.has_goal_head:
+        policies = [policy] if isinstance(policy, PolicyNetwork) else list(policy)
+        if not all(p.has_goal_head for p in policies):
             raise ValueError(
                 "agent=goal needs a network with a goal head: a checkpoint trained with network.goal_head=true "
                 "or network.goal_map=true"
@@ -58,11 +60,8 @@ class GoalSeekingAgent(PolicyAgent):
     @torch.no_grad()
     def act(self, observation: dict[str, np.ndarray]) -> np.ndarray:
         frame, previous = observation["image"], observation["previous_action"]
-        self.history.push(frame)
-        images = torch.from_numpy(self.history.stack()).to(self.device)
-        features = self.policy.joint_features(images, self.text, torch.from_numpy(previous).to(self.device))
-        block = self.policy.action_distribution(features).block_log_probs.argmax(1).cpu().numpy()
-        goal = self.policy.predict_goal(features, images, self.text)
+        distribution, goal = self.read(observation, goal=True)
+        block = distribution.block_log_probs.argmax(1).cpu().numpy()
         offset = goal[:, 2:].cpu().numpy()  # (n, 2): x, z in block lengths
 
         if self.last_frame is not None:

@@ -1,4 +1,9 @@
-"""The adapter that turns a policy network into an agent: it keeps the frame history and the encoded text."""
+"""The adapter that turns policy networks into an agent: it keeps the frame history and the encoded text.
+
+Given several networks (an ensemble, ours) the agent averages their block and direction log-probabilities, a
+product of experts renormalised by :class:`FactoredActionDistribution`; each network reads the same frames
+through its own vocabulary.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import torch
 
 from blocks.agents.baselines import Agent
 from blocks.corpus.text import Vocabulary, tokenize
+from blocks.model.distribution import FactoredActionDistribution
 from blocks.model.policy import PolicyNetwork
 from blocks.render.history import FrameHistory
 from blocks.world.task import Task
@@ -29,45 +35,83 @@ def pad_token_ids(ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Ten
     return tokens, lengths
 
 
+def checkpoint_paths(path: str | Sequence[str] | None) -> list[str]:
+    """One checkpoint path or a list of them (``ckpt_path=[a.ckpt,b.ckpt]`` on the command line), checked."""
+    from pathlib import Path
+
+    paths = [path] if isinstance(path, str) or path is None else list(path)
+    if not paths or any(not p for p in paths):
+        raise ValueError("a learned agent needs a checkpoint: add ckpt_path=<file>.ckpt (or a list of them)")
+    for p in paths:
+        if not Path(p).is_file():
+            raise FileNotFoundError(f"ckpt_path={p}: no such checkpoint file")
+    return [str(p) for p in paths]
+
+
 class PolicyAgent(Agent):
-    """Acts with a policy network: greedy (the evaluation rule) or by sampling block and direction."""
+    """Acts with a policy network, or an ensemble of them: greedy (the evaluation rule) or by sampling.
+
+    ``policy`` is one network with its ``vocabulary``, or a sequence of networks with a sequence of vocabularies.
+    """
 
     needs_images = True
 
     def __init__(
         self,
-        policy: PolicyNetwork,
-        vocabulary: Vocabulary | Sequence[str],
+        policy: PolicyNetwork | Sequence[PolicyNetwork],
+        vocabulary: Vocabulary | Sequence[str] | Sequence[Vocabulary | Sequence[str]],
         frames: int = 5,
         image_size: int = 120,
         greedy: bool = True,
         device: str | torch.device | None = None,
     ):
-        self.policy = policy
-        self.vocab = vocabulary if isinstance(vocabulary, Vocabulary) else Vocabulary(vocabulary)
+        single = isinstance(policy, PolicyNetwork)
+        self.policies = [policy] if single else list(policy)
+        vocabularies = [vocabulary] if single else list(vocabulary)
+        if not self.policies or len(vocabularies) != len(self.policies):
+            raise ValueError(
+                f"an ensemble needs one vocabulary per network: got {len(self.policies)} networks and "
+                f"{len(vocabularies)} vocabularies"
+            )
+        self.vocabularies = [v if isinstance(v, Vocabulary) else Vocabulary(v) for v in vocabularies]
         self.frames = frames
         self.image_size = image_size
         self.greedy = greedy
-        self.device = torch.device(device) if device is not None else next(policy.parameters()).device
+        self.device = (
+            torch.device(device) if device is not None else next(self.policies[0].parameters()).device
+        )
+
+    @property
+    def policy(self) -> PolicyNetwork:
+        """The first (for one network, the only) network."""
+        return self.policies[0]
+
+    @property
+    def vocab(self) -> Vocabulary:
+        return self.vocabularies[0]
 
     @classmethod
-    def from_checkpoint(cls, path: str, device: str | None = None, **options: Any) -> PolicyAgent:
-        """Agent of any learner's checkpoint (the hyperparameters inside rebuild the network)."""
-        from pathlib import Path
-
+    def from_checkpoint(
+        cls, path: str | Sequence[str], device: str | None = None, **options: Any
+    ) -> PolicyAgent:
+        """Agent of any learner's checkpoint, or an ensemble of several (the hyperparameters inside rebuild
+        each network)."""
         from blocks.learn.base import load_learner
 
-        if not path:
-            raise ValueError("agent=policy needs a checkpoint: add ckpt_path=<file>.ckpt")
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"ckpt_path={path}: no such checkpoint file")
-
-        learner = load_learner(path, map_location=device or "cpu")
+        learners = [load_learner(p, map_location=device or "cpu") for p in checkpoint_paths(path)]
+        shapes = {
+            (n.get("frames", 5), n.get("image_size", 120)) for n in (x.hparams.network for x in learners)
+        }
+        if len(shapes) > 1:
+            raise ValueError(
+                f"the ensemble's networks read different inputs (frames, image size): {sorted(shapes)}"
+            )
+        frames, image_size = shapes.pop()
         return cls(
-            learner.policy,
-            learner.hparams.vocabulary,
-            frames=learner.hparams.network.get("frames", 5),
-            image_size=learner.hparams.network.get("image_size", 120),
+            [x.policy for x in learners],
+            [x.hparams.vocabulary for x in learners],
+            frames=frames,
+            image_size=image_size,
             **options,
         )
 
@@ -79,16 +123,36 @@ class PolicyAgent(Agent):
             raise ValueError("PolicyAgent needs the instructions")
         self.generator = torch.Generator().manual_seed(0 if seed is None else seed)
         self.history = FrameHistory(len(tasks), self.frames, (3, self.image_size, self.image_size))
-        tokens, lengths = encode_tokens(self.vocab, instructions)
+        self.texts = []
         with torch.no_grad():
-            self.text = self.policy.encode_instruction(tokens.to(self.device), lengths.to(self.device))
+            for policy, vocab in zip(self.policies, self.vocabularies, strict=True):
+                tokens, lengths = encode_tokens(vocab, instructions)
+                self.texts.append(policy.encode_instruction(tokens.to(self.device), lengths.to(self.device)))
 
-    @torch.no_grad()
-    def act(self, observation: dict[str, np.ndarray]) -> np.ndarray:
+    def read(
+        self, observation: dict[str, np.ndarray], goal: bool = False
+    ) -> tuple[FactoredActionDistribution, torch.Tensor | None]:
+        """Push the frame; the (ensemble-averaged) action distribution and, with ``goal``, the mean goal
+        prediction ``(B, 4)`` of the networks' goal heads."""
         self.history.push(observation["image"])
         images = torch.from_numpy(self.history.stack()).to(self.device)
         previous = torch.from_numpy(observation["previous_action"]).to(self.device)
-        distribution = self.policy(images, self.text, previous)
+        blocks, directions, goals = [], [], []
+        for policy, text in zip(self.policies, self.texts, strict=True):
+            features = policy.joint_features(images, text, previous)
+            distribution = policy.action_distribution(features)
+            blocks.append(distribution.block_log_probs)
+            directions.append(distribution.direction_log_probs)
+            if goal:
+                goals.append(policy.predict_goal(features, images, text))
+        if len(self.policies) == 1:
+            return distribution, goals[0] if goal else None
+        mean = FactoredActionDistribution(torch.stack(blocks).mean(0), torch.stack(directions).mean(0))
+        return mean, torch.stack(goals).mean(0) if goal else None
+
+    @torch.no_grad()
+    def act(self, observation: dict[str, np.ndarray]) -> np.ndarray:
+        distribution, _ = self.read(observation)
         if self.greedy:
             return distribution.greedy().cpu().numpy()
         return distribution.sample(self.generator)[0].cpu().numpy()
