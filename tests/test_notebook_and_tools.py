@@ -130,3 +130,23 @@ def test_exported_checkpoint_is_small_and_acts_the_same(checkpoint, corpus_root,
         PolicyAgent.from_checkpoint(str(slim)), examples, render_frames=render, progress=False
     )
     assert full == small
+
+
+def test_the_shipped_ensemble_loads_as_one_agent_and_beats_stop(corpus_root):
+    """The five oracle networks of checkpoints/ (README, "Ensembles") act together on real dev examples."""
+    from blocks.agents.baselines import StopAgent
+    from blocks.agents.policy import PolicyAgent
+    from blocks.corpus import load_split
+    from blocks.evaluate import evaluate
+    from blocks.render import Renderer
+
+    members = [
+        REPO / "checkpoints" / "oracle_goal.ckpt",
+        *sorted((REPO / "checkpoints" / "ensemble").glob("*.ckpt")),
+    ]
+    agent = PolicyAgent.from_checkpoint([str(p) for p in members])
+    assert len(agent.policies) == 5
+    examples = load_split("dev", corpus_root)[:32]
+    ensemble = evaluate(agent, examples, render_frames=Renderer(corpus_root).render, progress=False)
+    stop = evaluate(StopAgent(), examples, progress=False)
+    assert ensemble["mean_error"] < stop["mean_error"] - 1.0
