@@ -39,15 +39,14 @@ class GoalSeekingAgent(PolicyAgent):
         stop_within: float = 0.5,
         device: str | torch.device | None = None,
     ):
-        policies = [policy] if isinstance(policy, PolicyNetwork) else list(policy)
-        if not all(p.has_goal_head for p in policies):
+        super().__init__(policy, vocabulary, frames, image_size, greedy=True, device=device)
+        if not all(p.has_goal_head for p in self.policies):
             raise ValueError(
                 "agent=goal needs a network with a goal head: a checkpoint trained with network.goal_head=true "
                 "or network.goal_map=true"
             )
         if stop_within <= 0:
             raise ValueError(f"agent.stop_within must be positive, got {stop_within}")
-        super().__init__(policy, vocabulary, frames, image_size, greedy=True, device=device)
         self.stop_within = stop_within
 
     def begin(

@@ -8,6 +8,7 @@ through its own vocabulary.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,8 +38,6 @@ def pad_token_ids(ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Ten
 
 def checkpoint_paths(path: str | Sequence[str] | None) -> list[str]:
     """One checkpoint path or a list of them (``ckpt_path=[a.ckpt,b.ckpt]`` on the command line), checked."""
-    from pathlib import Path
-
     paths = [path] if isinstance(path, str) or path is None else list(path)
     if not paths or any(not p for p in paths):
         raise ValueError("a learned agent needs a checkpoint: add ckpt_path=<file>.ckpt (or a list of them)")
