@@ -359,3 +359,60 @@ def test_the_goal_loss_trains_the_goal_head_in_supervised_and_rollout_learners(
     assert torch.equal(frozen.policy.goal_head.weight, head)  # weight 0: the head is carried, not trained
     with pytest.raises(ValueError, match="model.goal_loss_weight"):
         SupervisedLearner(VOCAB, goal_loss_weight=-1.0)
+
+
+def test_distillation_pulls_the_network_towards_its_teachers(renderer, two_block_task, tmp_path):
+    """The KL term falls with a few updates; the teachers stay out of the checkpoint, which loads without them."""
+    from blocks.learn import DistillationLearner, OracleLearner, load_learner
+    from blocks.world.planner import Oracle
+
+    torch.manual_seed(1)
+    teacher = OracleLearner(VOCAB, lr=1e-2)
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    tokens, lengths = torch.tensor([[2, 3], [2, 4]]), torch.tensor([2, 2])
+    rollout = collect_rollout(
+        teacher.policy, env, [two_block_task] * 2, tokens, lengths, torch.Generator().manual_seed(0),
+        oracle=Oracle(),
+    )  # fmt: skip
+    (chunk,) = split_update(rollout, slice(0, 2), 1)
+    fit_on(teacher, [chunk] * 5, max_epochs=1).save_checkpoint(tmp_path / "teacher.ckpt")  # a peaked teacher
+    student = DistillationLearner(VOCAB, teachers=[str(tmp_path / "teacher.ckpt")] * 2, lr=1e-3)
+    student.load_teachers()
+
+    def divergence(learner) -> float:
+        with torch.no_grad():
+            images = gather_stacks(rollout.frames, chunk.steps, chunk.boards)
+            text = learner.policy.encode_instruction(rollout.tokens, rollout.lengths)[chunk.boards]
+            out = learner.policy(images, text, rollout.previous_action[chunk.steps, chunk.boards])
+            return float(learner.objective(rollout, chunk.steps, chunk.boards, out)[1]["train/teacher_kl"])
+
+    assert divergence(student) > 0.01
+    # A network distilled from two copies of itself is at zero divergence: the mean of equal log-probs is theirs.
+    twin = DistillationLearner(VOCAB, teachers=[str(tmp_path / "teacher.ckpt")] * 2)
+    twin.policy.load_state_dict(teacher.policy.state_dict())
+    twin.eval().load_teachers()
+    assert divergence(twin) == pytest.approx(0.0, abs=1e-6)
+
+    before = divergence(student)
+    trainer = fit_on(student, [chunk] * 5, max_epochs=1)
+    assert divergence(student) < before / 2
+    trainer.save_checkpoint(tmp_path / "student.ckpt")
+    (tmp_path / "teacher.ckpt").unlink()
+    state = torch.load(tmp_path / "student.ckpt", weights_only=False)["state_dict"]
+    assert all(k.startswith("policy.") for k in state) and len(state) == len(student.policy.state_dict())
+    loaded = load_learner(str(tmp_path / "student.ckpt"))
+    assert isinstance(loaded, DistillationLearner) and loaded.hparams.distill_weight == 1.0
+
+
+def test_distillation_refuses_no_teachers_and_teachers_that_see_other_pictures(tmp_path):
+    from blocks.learn import DistillationLearner, OracleLearner
+
+    with pytest.raises(ValueError, match="needs a list of teacher checkpoints"):
+        DistillationLearner(VOCAB, teachers=[])
+    with pytest.raises(ValueError, match="distill_weight must be >= 0"):
+        DistillationLearner(VOCAB, teachers=["a.ckpt"], distill_weight=-1.0)
+    fit_on(OracleLearner(VOCAB, network={"frames": 3}), [], max_epochs=0).save_checkpoint(tmp_path / "t.ckpt")
+    with pytest.raises(ValueError, match="network.frames=3"):
+        DistillationLearner(VOCAB, teachers=[str(tmp_path / "t.ckpt")]).load_teachers()
+    with pytest.raises(FileNotFoundError, match="no such checkpoint"):
+        DistillationLearner(VOCAB, teachers=[str(tmp_path / "missing.ckpt")]).load_teachers()

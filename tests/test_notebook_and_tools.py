@@ -150,3 +150,45 @@ def test_the_shipped_ensemble_loads_as_one_agent_and_beats_stop(corpus_root):
     ensemble = evaluate(agent, examples, render_frames=Renderer(corpus_root).render, progress=False)
     stop = evaluate(StopAgent(), examples, progress=False)
     assert ensemble["mean_error"] < stop["mean_error"] - 1.0
+
+
+def _stop_rules():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("stop_rules", REPO / "scripts" / "stop_rules.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_stop_rules_fire_on_undone_moves_and_revisited_boards():
+    rules = _stop_rules()
+    a, b, c = b"a", b"b", b"c"
+    # block 3 right (3*4+1), left (3*4+0), right, then STOP; boards after each action: b, a, b, b
+    trace = rules.Trace(errors=[2.0, 1.0, 2.0, 1.0, 1.0], boards=[b, a, b, b], actions=[13, 12, 13, 80])
+    assert rules.reverses(trace) == [False, True, True, False]
+    assert rules.stopped_error(trace, rules.reverses(trace)) == 1.0  # the board after the first move
+    # the board b is seen after actions 1 and 3 (the STOP leaves it, that is not a new visit)
+    assert rules.revisits(trace, times=1) == [False, False, False, True]
+    assert rules.revisits(trace, times=2) == [False] * 4
+    assert rules.stopped_error(trace, [False] * 4) == 1.0  # no rule: the final board
+    assert rules.revisits(rules.Trace(boards=[a, b, c, c]), times=1) == [False] * 4
+
+
+def test_stop_rules_script_scores_the_run_as_eval_does(corpus_root, tmp_path):
+    """The no-rule row is the agent's own error, as eval.py measures it on the same examples."""
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
+    checkpoint = "checkpoints/oracle_goal.ckpt"
+    out = subprocess.run(
+        [sys.executable, "scripts/stop_rules.py", checkpoint, "--split", "dev", "--limit", "12"],
+        cwd=REPO, env=env, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    rows = {line[:44].strip(): float(line[44:].split("/")[0]) for line in out.splitlines()[1:]}
+    evaluated = subprocess.run(
+        [sys.executable, "eval.py", "agent=policy", f"ckpt_path={checkpoint}", "split=dev", "limit=12", "progress=false"],
+        cwd=REPO, env=env, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    error = json.loads(evaluated.splitlines()[-1])["mean_error"]
+    assert rows["as run (no rule)"] == pytest.approx(error, abs=1e-3)
+    assert rows["oracle: the closest board (min. distance)"] <= min(rows.values()) + 1e-9

@@ -129,6 +129,22 @@ def test_a_rerun_in_the_same_folder_starts_from_its_own_pretraining(corpus_root,
     assert out.returncode != 0 and "network.coordinates" in out.stderr
 
 
+
+def test_distillation_from_the_shipped_ensemble_members(corpus_root, tmp_path):
+    """model=distill on a smoke run: the KL to the teachers is logged and the checkpoint acts without them."""
+    run = tmp_path / "run"
+    teachers = "[checkpoints/oracle_goal.ckpt,checkpoints/ensemble/oracle_goal_seed11.ckpt]"
+    run_train(
+        ["model=distill", "experiment=smoke", "trainer.max_epochs=1", f"model.teachers={teachers}",
+         f"hydra.run.dir={run}"], tmp_path, corpus_root,
+    )  # fmt: skip
+    with open(run / "csv" / "version_0" / "metrics.csv") as handle:
+        kl = [float(r["train/teacher_kl"]) for r in csv.DictReader(handle) if r.get("train/teacher_kl")]
+    assert kl and all(k >= 0 for k in kl)
+    agent = PolicyAgent.from_checkpoint(str(run / "checkpoints" / "last.ckpt"))
+    assert len(agent.policies) == 1 and agent.policy.frames == 5
+
+
 def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
     run_train(
         ["-m", "model=bandit", "experiment=smoke", "trainer=ddp_spawn", "seed=1,2"], tmp_path, corpus_root
@@ -152,6 +168,8 @@ def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
         (["model=bandit", "data.reward=sparse"], "unknown reward 'sparse'"),
         (["model=supervised", "data.mirrors=[none,y]"], "data.mirrors must be distinct values"),
         (["model=supervised", "network.fusion=gate"], "network.fusion must be one of"),
+        (["model=distill"], "model.teachers: required, no value given"),
+        (["model=distill", "model.teachers=[/nonexistent/a.ckpt]"], "model.teachers=/nonexistent/a.ckpt: no such"),
     ],
 )
 def test_bad_configuration_fails_fast_naming_the_key(args, message, corpus_root, tmp_path):

@@ -3,11 +3,12 @@
 from blocks.learn.bandit import BanditLearner
 from blocks.learn.base import PolicyLearner, load_learner
 from blocks.learn.data import DemonstrationDataModule, RolloutDataModule
+from blocks.learn.distill import DistillationLearner
 from blocks.learn.on_policy import RolloutLearner
 from blocks.learn.oracle import OracleLearner
 from blocks.learn.supervised import SupervisedLearner
 
 __all__ = [
-    "BanditLearner", "DemonstrationDataModule", "OracleLearner", "PolicyLearner", "RolloutDataModule",
-    "RolloutLearner", "SupervisedLearner", "load_learner",
+    "BanditLearner", "DemonstrationDataModule", "DistillationLearner", "OracleLearner", "PolicyLearner",
+    "RolloutDataModule", "RolloutLearner", "SupervisedLearner", "load_learner",
 ]  # fmt: skip

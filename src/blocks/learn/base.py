@@ -120,11 +120,12 @@ class PolicyLearner(pl.LightningModule):
 def load_learner(path: str, map_location: str | torch.device = "cpu") -> PolicyLearner:
     """Any learner's checkpoint, whatever its kind, with one call; in eval mode (no dropout), ready to act."""
     from blocks.learn.bandit import BanditLearner
+    from blocks.learn.distill import DistillationLearner
     from blocks.learn.oracle import OracleLearner
     from blocks.learn.supervised import SupervisedLearner
 
     checkpoint = torch.load(path, map_location=map_location, weights_only=False)
-    kinds = {cls.kind: cls for cls in (SupervisedLearner, BanditLearner, OracleLearner)}
+    kinds = {cls.kind: cls for cls in (SupervisedLearner, BanditLearner, OracleLearner, DistillationLearner)}
     kind = checkpoint.get("hyper_parameters", {}).get("kind")
     if kind not in kinds:
         raise ValueError(f"{path} is not a blocks learner checkpoint (kind {kind!r})")

@@ -24,8 +24,15 @@ def _check(cfg: DictConfig) -> None:
     lr = OmegaConf.select(cfg, "model.lr")
     if lr is None or lr <= 0:
         raise ValueError(f"model.lr must be a positive number, got {lr}")
-    for key in ("ckpt_path", "model.init_checkpoint"):
-        path = OmegaConf.select(cfg, key)
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise ValueError(f"{', '.join(missing)}: required, no value given (see the config's comment)")
+    teachers = OmegaConf.select(cfg, "model.teachers") or []
+    for key, path in [
+        ("ckpt_path", cfg.get("ckpt_path")),
+        ("model.init_checkpoint", OmegaConf.select(cfg, "model.init_checkpoint")),
+        *(("model.teachers", t) for t in teachers),
+    ]:
         if path and not Path(path).is_file():
             raise FileNotFoundError(f"{key}={path}: no such checkpoint file")
 
