@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from blocks import set_torch_threads
 from blocks.agents.policy import PolicyAgent
 from blocks.corpus.loader import load_split
 from blocks.evaluate import run_episodes
@@ -119,6 +120,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--data", default=None, help="corpus folder (default: BLOCKS_DATA or the config's)")
     args = parser.parse_args()
+    set_torch_threads()
 
     agent = RecordingAgent.from_checkpoint(args.checkpoints)
     examples = load_split(args.split, args.data)[: args.limit]

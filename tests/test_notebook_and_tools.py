@@ -152,6 +152,24 @@ def test_the_shipped_ensemble_loads_as_one_agent_and_beats_stop(corpus_root):
     assert ensemble["mean_error"] < stop["mean_error"] - 1.0
 
 
+def test_the_shipped_distilled_network_loads_without_its_teachers_and_beats_stop(corpus_root):
+    """checkpoints/distill.ckpt acts alone; its teachers are on record only (README, "Distillation")."""
+    from blocks.agents.baselines import StopAgent
+    from blocks.corpus import load_split
+    from blocks.evaluate import evaluate
+    from blocks.learn import DistillationLearner, load_learner
+    from blocks.render import Renderer
+
+    learner = load_learner(str(REPO / "checkpoints" / "distill.ckpt"))
+    assert isinstance(learner, DistillationLearner) and len(learner.hparams.teachers) == 5
+    assert not learner.teachers  # loaded only when training starts
+    examples = load_split("dev", corpus_root)[:32]
+    distilled = evaluate(
+        learner.agent(), examples, render_frames=Renderer(corpus_root).render, progress=False
+    )
+    assert distilled["mean_error"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 1.0
+
+
 def _stop_rules():
     import importlib.util
 

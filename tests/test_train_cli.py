@@ -129,7 +129,6 @@ def test_a_rerun_in_the_same_folder_starts_from_its_own_pretraining(corpus_root,
     assert out.returncode != 0 and "network.coordinates" in out.stderr
 
 
-
 def test_distillation_from_the_shipped_ensemble_members(corpus_root, tmp_path):
     """model=distill on a smoke run: the KL to the teachers is logged and the checkpoint acts without them."""
     run = tmp_path / "run"
@@ -169,7 +168,10 @@ def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
         (["model=supervised", "data.mirrors=[none,y]"], "data.mirrors must be distinct values"),
         (["model=supervised", "network.fusion=gate"], "network.fusion must be one of"),
         (["model=distill"], "model.teachers: required, no value given"),
-        (["model=distill", "model.teachers=[/nonexistent/a.ckpt]"], "model.teachers=/nonexistent/a.ckpt: no such"),
+        (
+            ["model=distill", "model.teachers=[/nonexistent/a.ckpt]"],
+            "model.teachers=/nonexistent/a.ckpt: no such",
+        ),
     ],
 )
 def test_bad_configuration_fails_fast_naming_the_key(args, message, corpus_root, tmp_path):

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from blocks import set_torch_threads
 from blocks.agents.baselines import Agent
 from blocks.corpus.loader import Example
 from blocks.world.geometry import HORIZON
@@ -69,6 +70,7 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
 
     from blocks.corpus.loader import load_split
 
+    set_torch_threads()
     agent = hydra.utils.instantiate(cfg.agent)
     examples = load_split(cfg.split, cfg.data.root)
     if cfg.get("limit") is not None:

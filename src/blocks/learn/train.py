@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 import hydra
 import pytorch_lightning as pl
-import torch
 from omegaconf import DictConfig, OmegaConf
+
+from blocks import set_torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
 def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured learner; returns the last logged metrics."""
     _check(cfg)
-    torch.set_num_threads(int(os.environ.get("BLOCKS_TORCH_THREADS", torch.get_num_threads())))
+    set_torch_threads()
     pl.seed_everything(cfg.seed, workers=True)
 
     datamodule = hydra.utils.instantiate(cfg.data)
