@@ -52,6 +52,27 @@ def fit_on(learner, batches, **trainer_args):
     return trainer
 
 
+def two_board_oracle_rollout(policy: PolicyNetwork, renderer, task) -> Rollout:
+    """Two boards of ``task`` ("move block", "move left") rolled out by ``policy``, labelled by the oracle."""
+    from blocks.world.planner import Oracle
+
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    tokens, lengths = torch.tensor([[2, 3], [2, 4]]), torch.tensor([2, 2])
+    return collect_rollout(
+        policy, env, [task] * 2, tokens, lengths, torch.Generator().manual_seed(0), oracle=Oracle()
+    )
+
+
+def objective_on(learner, rollout: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The learner's objective on every (step, board) pair of the rollout, without gradients."""
+    (chunk,) = split_update(rollout, slice(0, rollout.num_boards), 1)
+    with torch.no_grad():
+        images = gather_stacks(rollout.frames, chunk.steps, chunk.boards)
+        text = learner.policy.encode_instruction(rollout.tokens, rollout.lengths)[chunk.boards]
+        out = learner.policy(images, text, rollout.previous_action[chunk.steps, chunk.boards])
+        return learner.objective(rollout, chunk.steps, chunk.boards, out)
+
+
 @pytest.mark.parametrize("reward, sign", [(1.0, 1), (-1.0, -1)])
 def test_bandit_update_follows_the_sign_of_the_reward(reward, sign):
     torch.manual_seed(0)
@@ -222,16 +243,10 @@ def test_demonstration_route_reaches_the_labels_and_the_f2_reward(corpus_root):
 def test_oracle_learner_raises_the_likelihood_of_the_oracle_actions(renderer, two_block_task):
     """Rollouts labelled by the oracle; a few updates make its good actions likelier on the states visited."""
     from blocks.learn.oracle import OracleLearner
-    from blocks.world.planner import Oracle
 
     torch.manual_seed(0)
     learner = OracleLearner(VOCAB, lr=1e-3)
-    env = VectorBlocksEnv(render_frames=renderer.render)
-    tokens, lengths = torch.tensor([[2, 3], [2, 4]]), torch.tensor([2, 2])
-    rollout = collect_rollout(
-        learner.policy, env, [two_block_task] * 2, tokens, lengths, torch.Generator().manual_seed(0),
-        oracle=Oracle(),
-    )  # fmt: skip
+    rollout = two_board_oracle_rollout(learner.policy, renderer, two_block_task)
     assert rollout.oracle_block.tolist() == [0, 0]
     active = rollout.active
     assert (
@@ -240,12 +255,7 @@ def test_oracle_learner_raises_the_likelihood_of_the_oracle_actions(renderer, tw
     )
 
     def oracle_loss() -> float:
-        with torch.no_grad():
-            (chunk,) = split_update(rollout, slice(0, 2), 1)
-            images = gather_stacks(rollout.frames, chunk.steps, chunk.boards)
-            text = learner.policy.encode_instruction(rollout.tokens, rollout.lengths)[chunk.boards]
-            out = learner.policy(images, text, rollout.previous_action[chunk.steps, chunk.boards])
-            return float(learner.objective(rollout, chunk.steps, chunk.boards, out)[0])
+        return float(objective_on(learner, rollout)[0])
 
     before = oracle_loss()
     fit_on(learner, split_update(rollout, slice(0, 2), 1) * 5, max_epochs=1)
@@ -364,27 +374,17 @@ def test_the_goal_loss_trains_the_goal_head_in_supervised_and_rollout_learners(
 def test_distillation_pulls_the_network_towards_its_teachers(renderer, two_block_task, tmp_path):
     """The KL term falls with a few updates; the teachers stay out of the checkpoint, which loads without them."""
     from blocks.learn import DistillationLearner, OracleLearner, load_learner
-    from blocks.world.planner import Oracle
 
     torch.manual_seed(1)
     teacher = OracleLearner(VOCAB, lr=1e-2)
-    env = VectorBlocksEnv(render_frames=renderer.render)
-    tokens, lengths = torch.tensor([[2, 3], [2, 4]]), torch.tensor([2, 2])
-    rollout = collect_rollout(
-        teacher.policy, env, [two_block_task] * 2, tokens, lengths, torch.Generator().manual_seed(0),
-        oracle=Oracle(),
-    )  # fmt: skip
+    rollout = two_board_oracle_rollout(teacher.policy, renderer, two_block_task)
     (chunk,) = split_update(rollout, slice(0, 2), 1)
     fit_on(teacher, [chunk] * 5, max_epochs=1).save_checkpoint(tmp_path / "teacher.ckpt")  # a peaked teacher
     student = DistillationLearner(VOCAB, teachers=[str(tmp_path / "teacher.ckpt")] * 2, lr=1e-3)
     student.load_teachers()
 
     def divergence(learner) -> float:
-        with torch.no_grad():
-            images = gather_stacks(rollout.frames, chunk.steps, chunk.boards)
-            text = learner.policy.encode_instruction(rollout.tokens, rollout.lengths)[chunk.boards]
-            out = learner.policy(images, text, rollout.previous_action[chunk.steps, chunk.boards])
-            return float(learner.objective(rollout, chunk.steps, chunk.boards, out)[1]["train/teacher_kl"])
+        return float(objective_on(learner, rollout)[1]["train/teacher_kl"])
 
     assert divergence(student) > 0.01
     # A network distilled from two copies of itself is at zero divergence: the mean of equal log-probs is theirs.
