@@ -136,18 +136,14 @@ class PolicyAgent(Agent):
         self.history.push(observation["image"])
         images = torch.from_numpy(self.history.stack()).to(self.device)
         previous = torch.from_numpy(observation["previous_action"]).to(self.device)
-        blocks, directions, goals = [], [], []
+        distributions, goals = [], []
         for policy, text in zip(self.policies, self.texts, strict=True):
             features = policy.joint_features(images, text, previous)
-            distribution = policy.action_distribution(features)
-            blocks.append(distribution.block_log_probs)
-            directions.append(distribution.direction_log_probs)
+            distributions.append(policy.action_distribution(features))
             if goal:
                 goals.append(policy.predict_goal(features, images, text))
-        if len(self.policies) == 1:
-            return distribution, goals[0] if goal else None
-        mean = FactoredActionDistribution(torch.stack(blocks).mean(0), torch.stack(directions).mean(0))
-        return mean, torch.stack(goals).mean(0) if goal else None
+        mean_goal = (goals[0] if len(goals) == 1 else torch.stack(goals).mean(0)) if goal else None
+        return FactoredActionDistribution.mean_of(distributions), mean_goal
 
     @torch.no_grad()
     def act(self, observation: dict[str, np.ndarray]) -> np.ndarray:

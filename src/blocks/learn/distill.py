@@ -85,17 +85,14 @@ class DistillationLearner(OracleLearner):
         unique_boards, board_of_frame = torch.unique(boards, return_inverse=True)
         images = gather_stacks(rollout.frames, steps, boards, self.policy.frames)
         previous = rollout.previous_action[steps, boards]
-        blocks, directions = [], []
+        distributions = []
         for teacher, token_ids in zip(self.teachers, self.teacher_token_ids, strict=True):
             text = teacher.encode_instruction(
                 token_ids[rollout.tokens[unique_boards]], rollout.lengths[unique_boards]
             )
-            distribution = teacher.action_distribution(
-                teacher.joint_features(images, text[board_of_frame], previous)
-            )
-            blocks.append(distribution.block_log_probs)
-            directions.append(distribution.direction_log_probs)
-        return FactoredActionDistribution(torch.stack(blocks).mean(0), torch.stack(directions).mean(0))
+            features = teacher.joint_features(images, text[board_of_frame], previous)
+            distributions.append(teacher.action_distribution(features))
+        return FactoredActionDistribution.mean_of(distributions)
 
     def objective(
         self,

@@ -5,6 +5,8 @@ P(move b, d) = P_block(b) * P_dir(d) and P(STOP) = P_dir(STOP): the 81 probabili
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch.distributions import Categorical
 
@@ -17,6 +19,14 @@ class FactoredActionDistribution:
     def __init__(self, block_logits: torch.Tensor, direction_logits: torch.Tensor):
         self.block = Categorical(logits=block_logits)
         self.direction = Categorical(logits=direction_logits)
+
+    @classmethod
+    def mean_of(cls, distributions: Sequence[FactoredActionDistribution]) -> FactoredActionDistribution:
+        """An ensemble's distribution: the renormalised mean of the members' block and direction log-probs."""
+        if len(distributions) == 1:
+            return distributions[0]
+        blocks = torch.stack([d.block_log_probs for d in distributions]).mean(0)
+        return cls(blocks, torch.stack([d.direction_log_probs for d in distributions]).mean(0))
 
     @property
     def block_log_probs(self) -> torch.Tensor:
