@@ -112,6 +112,20 @@ def test_resume_from_a_mid_epoch_checkpoint_finishes_that_epoch(corpus_root, tmp
     assert (second / "checkpoints" / "s016.ckpt").is_file() and len(val_errors(second)) == 1
 
 
+def test_a_time_limit_ends_the_first_epoch_and_keeps_a_checkpoint(corpus_root, tmp_path):
+    """``+trainer.max_time`` must stop a run inside its first epoch (an epoch of the full corpus is 11,200
+    batches): a ``trainer.min_epochs`` would silently override it. The stop validates and saves ``last.ckpt``."""
+    run = tmp_path / "run"
+    run_train(
+        ["model=oracle", "model.init_checkpoint=checkpoints/supervised_goal.ckpt", "network.goal_head=true",
+         "experiment=smoke", "data.max_train_examples=256", "trainer.max_epochs=1", "+trainer.max_time=00:00:00:01",
+         f"hydra.run.dir={run}"], tmp_path, corpus_root,
+    )  # fmt: skip
+    last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
+    assert last["RolloutDataModule"]["consumed"] < 64 * 4  # 32 rollouts x 2 updates x 4 chunks in the epoch
+    assert len(val_errors(run)) == 1
+
+
 def test_a_rerun_in_the_same_folder_starts_from_its_own_pretraining(corpus_root, tmp_path):
     """Lightning names a second pretraining file pretrain-v1.ckpt; the run must use it, not the older one (here
     with another network, which would not even load)."""
