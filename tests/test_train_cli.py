@@ -12,6 +12,8 @@ import pytest
 import torch
 
 from blocks.agents.policy import PolicyAgent
+from blocks.learn import load_learner
+from blocks.learn.export import best_checkpoint, validations
 
 from .conftest import REPO
 
@@ -102,6 +104,14 @@ def test_resume_from_a_mid_epoch_checkpoint_finishes_that_epoch(corpus_root, tmp
     run_train([*mid_epoch, f"hydra.run.dir={first}"], tmp_path, corpus_root)
     middle = torch.load(first / "checkpoints" / "s008.ckpt", weights_only=False)
     assert middle["RolloutDataModule"] == {"epoch": 0, "consumed": 8} and middle["global_step"] == 8
+    # Both validations are on record with their scores; --best exports the lower one.
+    scored = validations(first)
+    assert [p.name for p, _ in scored] == ["s008.ckpt", "s016.ckpt"]
+    assert [round(s, 4) for _, s in scored] == [round(e, 4) for e in val_errors(first)]
+    command = ["-m", "blocks.learn.export", "--best", str(first), str(tmp_path / "best.ckpt")]
+    out = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True, check=True)
+    assert f"best: {best_checkpoint(first)[0].name}" in out.stdout
+    assert load_learner(str(tmp_path / "best.ckpt")).kind == "bandit"
     run_train(
         [*mid_epoch, f"ckpt_path={first}/checkpoints/s008.ckpt", f"hydra.run.dir={second}"],
         tmp_path,

@@ -1,6 +1,7 @@
 """Slim a training checkpoint down to what inference needs: weights and hyperparameters (a few MB).
 
     python -m blocks.learn.export logs/train/runs/<run>/checkpoints/epoch_012.ckpt checkpoints/bandit.ckpt
+    python -m blocks.learn.export --best logs/train/runs/<run> checkpoints/bandit.ckpt   # the tune-best one
 
 The result still loads with ``load_learner(path)``, ``<Learner>.load_from_checkpoint(path)`` and
 ``python eval.py agent=policy ckpt_path=path``; it cannot resume training (no optimizer state).
@@ -8,7 +9,7 @@ The result still loads with ``load_learner(path)``, ``<Learner>.load_from_checkp
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 import torch
@@ -27,8 +28,50 @@ def export(source: str | Path, destination: str | Path) -> Path:
     return destination
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        raise SystemExit("usage: python -m blocks.learn.export SOURCE.ckpt DESTINATION.ckpt")
-    path = export(sys.argv[1], sys.argv[2])
+def validations(run: str | Path) -> list[tuple[Path, float]]:
+    """Every checkpoint of a run with the validation score it was saved at (``val/mean_error``: the tuning
+    split's greedy error), by file name (epoch and step order with the default names).
+
+    Lightning's checkpoint callback keeps all scores (``save_top_k: -1``) in the run's newest ``last*.ckpt``; the
+    files are looked up in the run's own ``checkpoints/`` folder, so a run copied from another machine works.
+    """
+    folder = Path(run) / "checkpoints"
+    lasts = sorted(folder.glob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
+    if not lasts:
+        raise FileNotFoundError(f"{folder}: no last.ckpt, so no record of the validations")
+    callbacks = torch.load(lasts[-1], map_location="cpu", weights_only=False).get("callbacks", {})
+    scores: dict[str, float] = {}
+    for name, state in callbacks.items():
+        if name.startswith("ModelCheckpoint"):
+            scores.update({Path(p).name: float(s) for p, s in state.get("best_k_models", {}).items()})
+    if not scores:
+        raise ValueError(f"{lasts[-1]} records no scored checkpoint (did the run validate?)")
+    found = [(folder / name, score) for name, score in sorted(scores.items()) if (folder / name).is_file()]
+    if not found:
+        raise FileNotFoundError(f"{folder}: none of the validated checkpoints {sorted(scores)} is there")
+    return found
+
+
+def best_checkpoint(run: str | Path) -> tuple[Path, float]:
+    """The run's checkpoint with the lowest validation score: the tuning split picks, never dev."""
+    return min(validations(run), key=lambda item: item[1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m blocks.learn.export", description=__doc__.split("\n")[0])
+    parser.add_argument("source", help="a training checkpoint, or with --best a run folder")
+    parser.add_argument("destination")
+    parser.add_argument("--best", action="store_true", help="export the run's tune-best checkpoint")
+    args = parser.parse_args(argv)
+    source = args.source
+    if args.best:
+        for path, score in validations(source):
+            print(f"{path.name}: val/mean_error {score:.3f}")
+        source, score = best_checkpoint(source)
+        print(f"best: {source.name} ({score:.3f})")
+    path = export(source, args.destination)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+if __name__ == "__main__":
+    main()
