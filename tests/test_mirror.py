@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 
 from blocks.corpus.loader import Example, load_split
-from blocks.corpus.mirror import _ACROSS_X, _ACROSS_Z, mirror_example, mirror_task, mirror_words, with_mirrors
+from blocks.corpus.mirror import (
+    _ACROSS_X,
+    _ACROSS_Z,
+    direction_permutation,
+    mirror_actions,
+    mirror_example,
+    mirror_task,
+    mirror_words,
+    with_mirrors,
+)
 from blocks.corpus.text import tokenize
 from blocks.world.geometry import STOP
 from blocks.world.planner import demonstration
@@ -97,15 +106,32 @@ def test_unknown_or_repeated_mirrors_are_refused(bad):
         with_mirrors([example("a")], bad)
 
 
-def test_mirrored_board_is_the_flipped_picture(renderer):
-    """Reflection across x is the picture flipped left-right (3 pixels over: the camera is 0.03 off centre)."""
-    task = detour_task()
-    picture = lambda t: renderer.render_board(t.start, logo=True).astype(float)  # noqa: E731  (H, W, 3)
-    image = picture(task)
-    across_x, across_z = picture(mirror_task(task, "x")), picture(mirror_task(task, "z"))
-    shifted = np.roll(image[:, ::-1], 3, axis=1)
-    assert np.abs(shifted - across_x)[:, 8:-8].mean() < 0.25 * np.abs(image - across_x).mean()
-    assert np.abs(image[::-1] - across_z).mean() < 0.25 * np.abs(image - across_z).mean()
+@pytest.mark.parametrize("mirror", ["x", "z", "xz"])
+def test_reflecting_the_picture_draws_every_block_where_the_reflected_board_has_it(renderer, mirror):
+    """``Camera.reflect`` (the agent's mirror views) flips the picture, 3 pixels over for x: the camera is 0.03
+    off centre (2.95 pixels at the faces, so a few block edges land one column off). The decorations come out
+    mirrored."""
+    rng = np.random.default_rng(0)
+    positions = rng.uniform(-1.1, 1.1, (4, 20, 2))
+    present, logo = np.ones((4, 20), bool), np.array([True, False, True, False])
+    sign = np.array([-1.0 if "x" in mirror else 1.0, -1.0 if "z" in mirror else 1.0])
+    reflected = renderer.camera.reflect(renderer.render(positions, present, logo), mirror)
+    rendered = renderer.render(positions * sign, present, logo)
+    drawn = lambda images: (images != images[:, :, 60:61, 60:61]).any(1)  # noqa: E731  (the table's colour)
+    assert (drawn(reflected) == drawn(rendered)).mean() > 0.995
+    assert 0.9 < (reflected == rendered).all(1).mean() < 1.0  # the mirrored logos and digits
+    assert np.array_equal(
+        renderer.camera.reflect(reflected, mirror), renderer.render(positions, present, logo)
+    )
+
+
+def test_direction_permutation_and_reflected_actions():
+    assert direction_permutation("none").tolist() == [0, 1, 2, 3, 4]
+    assert direction_permutation("x").tolist() == [1, 0, 2, 3, 4]  # left <-> right
+    assert direction_permutation("xz").tolist() == [1, 0, 3, 2, 4]
+    actions = np.array([-1, STOP, 0, 1, 2, 3, 4 * 7 + 1])  # NONE, STOP, block 0 every way, block 7 right
+    assert mirror_actions(actions, "x").tolist() == [-1, STOP, 1, 0, 2, 3, 4 * 7]
+    assert mirror_actions(actions, "z").tolist() == [-1, STOP, 0, 1, 3, 2, 4 * 7 + 1]
 
 
 def test_real_mirrors_change_only_direction_words(corpus_root):

@@ -2,7 +2,9 @@
 
 Given several networks (an ensemble, ours) the agent averages their block and direction log-probabilities, a
 product of experts renormalised by :class:`FactoredActionDistribution`; each network reads the same frames
-through its own vocabulary.
+through its own vocabulary. With ``mirror_views`` (ours) each network also reads the reflected pictures with the
+reflected instruction ("left" <-> "right", ...), and its directions are reflected back before the average: an
+ensemble of views of one network.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import numpy as np
 import torch
 
 from blocks.agents.baselines import Agent
+from blocks.corpus.mirror import check_mirrors, direction_permutation, mirror_actions, mirror_words
 from blocks.corpus.text import Vocabulary, tokenize
 from blocks.model.distribution import FactoredActionDistribution
 from blocks.model.policy import PolicyNetwork
+from blocks.render.camera import Camera
 from blocks.render.history import FrameHistory
 from blocks.world.task import Task
 
@@ -51,6 +55,8 @@ class PolicyAgent(Agent):
     """Acts with a policy network, or an ensemble of them: greedy (the evaluation rule) or by sampling.
 
     ``policy`` is one network with its ``vocabulary``, or a sequence of networks with a sequence of vocabularies.
+    ``mirror_views`` names the reflections each network reads (``none``, ``x``, ``z``, ``xz``; default the
+    picture as it is).
     """
 
     needs_images = True
@@ -63,6 +69,7 @@ class PolicyAgent(Agent):
         image_size: int = 120,
         greedy: bool = True,
         device: str | torch.device | None = None,
+        mirror_views: Sequence[str] = ("none",),
     ):
         single = isinstance(policy, PolicyNetwork)
         self.policies = [policy] if single else list(policy)
@@ -76,6 +83,8 @@ class PolicyAgent(Agent):
         self.frames = frames
         self.image_size = image_size
         self.greedy = greedy
+        self.mirror_views = check_mirrors(mirror_views, key="agent.mirror_views")
+        self.camera = Camera(image_size)
         self.device = (
             torch.device(device) if device is not None else next(self.policies[0].parameters()).device
         )
@@ -122,26 +131,39 @@ class PolicyAgent(Agent):
             raise ValueError("PolicyAgent needs the instructions")
         self.generator = torch.Generator().manual_seed(0 if seed is None else seed)
         self.history = FrameHistory(len(tasks), self.frames, (3, self.image_size, self.image_size))
-        self.texts = []
+        self.texts: dict[str, list[torch.Tensor]] = {}  # per view, per network
         with torch.no_grad():
-            for policy, vocab in zip(self.policies, self.vocabularies, strict=True):
-                tokens, lengths = encode_tokens(vocab, instructions)
-                self.texts.append(policy.encode_instruction(tokens.to(self.device), lengths.to(self.device)))
+            for view in self.mirror_views:
+                seen = [mirror_words(text, view) for text in instructions] if view != "none" else instructions
+                self.texts[view] = []
+                for policy, vocab in zip(self.policies, self.vocabularies, strict=True):
+                    tokens, lengths = encode_tokens(vocab, seen)
+                    text = policy.encode_instruction(tokens.to(self.device), lengths.to(self.device))
+                    self.texts[view].append(text)
 
     def read(
         self, observation: dict[str, np.ndarray], goal: bool = False
     ) -> tuple[FactoredActionDistribution, torch.Tensor | None]:
         """Push the frame; the (ensemble-averaged) action distribution and, with ``goal``, the mean goal
-        prediction ``(B, 4)`` of the networks' goal heads."""
+        prediction ``(B, 4)`` of the networks' goal heads, every view reflected back to the real board."""
         self.history.push(observation["image"])
-        images = torch.from_numpy(self.history.stack()).to(self.device)
-        previous = torch.from_numpy(observation["previous_action"]).to(self.device)
+        stack = self.history.stack()
         distributions, goals = [], []
-        for policy, text in zip(self.policies, self.texts, strict=True):
-            features = policy.joint_features(images, text, previous)
-            distributions.append(policy.action_distribution(features))
-            if goal:
-                goals.append(policy.predict_goal(features, images, text))
+        for view in self.mirror_views:
+            images = torch.from_numpy(self.camera.reflect(stack, view) if view != "none" else stack)
+            previous = torch.from_numpy(mirror_actions(observation["previous_action"], view))
+            images, previous = images.to(self.device), previous.to(self.device)
+            back = torch.as_tensor(direction_permutation(view), device=self.device)
+            # goal head: (goal x, goal z, offset x, offset z); a reflection flips the signs of its axis
+            sign = torch.tensor([-1.0 if a in view else 1.0 for a in "xzxz"], device=self.device)
+            for policy, text in zip(self.policies, self.texts[view], strict=True):
+                features = policy.joint_features(images, text, previous)
+                seen = policy.action_distribution(features)
+                if view != "none":
+                    seen = FactoredActionDistribution(seen.block_log_probs, seen.direction_log_probs[:, back])
+                distributions.append(seen)
+                if goal:
+                    goals.append(policy.predict_goal(features, images, text) * sign)
         mean_goal = (goals[0] if len(goals) == 1 else torch.stack(goals).mean(0)) if goal else None
         return FactoredActionDistribution.mean_of(distributions), mean_goal
 

@@ -124,6 +124,28 @@ def mirror_example(example: Example, mirror: str) -> Example:
     )
 
 
+# Directions 0-3 are left, right, up, down in the picture (blocks.world.geometry); STOP (4) stays.
+_DIRECTION_SWAPS = {"x": (0, 1), "z": (2, 3)}
+
+
+def direction_permutation(mirror: str) -> np.ndarray:
+    """Indices ``p`` such that ``values[..., p]`` re-orders per-direction values (5 of them, STOP last) from the
+    original board's directions to the mirrored board's, and back (a reflection is its own inverse)."""
+    order = np.arange(5)
+    for axis, (a, b) in _DIRECTION_SWAPS.items():
+        if axis in mirror:
+            order[[a, b]] = order[[b, a]]
+    return order
+
+
+def mirror_actions(actions: np.ndarray, mirror: str) -> np.ndarray:
+    """Action ids (block * 4 + direction, STOP = 80, NONE = -1) with each move's direction reflected."""
+    actions = np.asarray(actions)
+    is_move = (actions >= 0) & (actions < 80)
+    reflected = actions // 4 * 4 + direction_permutation(mirror)[actions % 4]
+    return np.where(is_move, reflected, actions)
+
+
 def with_mirrors(examples: Sequence[Example], mirrors: Sequence[str]) -> list[Example]:
     """Every example in every mirror, grouped by mirror in the order given."""
     return [mirror_example(x, m) for m in check_mirrors(mirrors) for x in examples]
