@@ -20,6 +20,7 @@ import numpy as np
 
 from blocks.corpus.loader import Example
 from blocks.corpus.text import tokenize
+from blocks.world.geometry import NUM_DIRECTIONS, STOP
 from blocks.world.task import Task
 
 MIRRORS = ("none", "x", "z", "xz")  # none: the example itself; x: left <-> right; z: up <-> down; xz: both
@@ -139,10 +140,12 @@ def direction_permutation(mirror: str) -> np.ndarray:
 
 
 def mirror_actions(actions: np.ndarray, mirror: str) -> np.ndarray:
-    """Action ids (block * 4 + direction, STOP = 80, NONE = -1) with each move's direction reflected."""
+    """Action ids (block * 4 + direction, STOP, NONE = -1) with each move's direction reflected."""
     actions = np.asarray(actions)
-    is_move = (actions >= 0) & (actions < 80)
-    reflected = actions // 4 * 4 + direction_permutation(mirror)[actions % 4]
+    is_move = (actions >= 0) & (actions < STOP)
+    reflected = (
+        actions // NUM_DIRECTIONS * NUM_DIRECTIONS + direction_permutation(mirror)[actions % NUM_DIRECTIONS]
+    )
     return np.where(is_move, reflected, actions)
 
 
