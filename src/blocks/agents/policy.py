@@ -88,6 +88,16 @@ class PolicyAgent(Agent):
         self.device = (
             torch.device(device) if device is not None else next(self.policies[0].parameters()).device
         )
+        # Per reflected view, how to turn its answer back: the direction order, and the signs of the goal head's
+        # (goal x, goal z, offset x, offset z), each flipped with its axis. Built once, not at every step.
+        self.reflect_back = {
+            view: (
+                torch.as_tensor(direction_permutation(view), device=self.device),
+                torch.tensor([-1.0 if axis in view else 1.0 for axis in "xzxz"], device=self.device),
+            )
+            for view in self.mirror_views
+            if view != "none"
+        }
 
     @property
     def policy(self) -> PolicyNetwork:
@@ -150,20 +160,23 @@ class PolicyAgent(Agent):
         stack = self.history.stack()
         distributions, goals = [], []
         for view in self.mirror_views:
-            images = torch.from_numpy(self.camera.reflect(stack, view) if view != "none" else stack)
-            previous = torch.from_numpy(mirror_actions(observation["previous_action"], view))
-            images, previous = images.to(self.device), previous.to(self.device)
-            back = torch.as_tensor(direction_permutation(view), device=self.device)
-            # goal head: (goal x, goal z, offset x, offset z); a reflection flips the signs of its axis
-            sign = torch.tensor([-1.0 if a in view else 1.0 for a in "xzxz"], device=self.device)
+            images, previous = stack, observation["previous_action"]
+            if view != "none":
+                images, previous = self.camera.reflect(stack, view), mirror_actions(previous, view)
+            images = torch.from_numpy(images).to(self.device)
+            previous = torch.from_numpy(previous).to(self.device)
             for policy, text in zip(self.policies, self.texts[view], strict=True):
                 features = policy.joint_features(images, text, previous)
                 seen = policy.action_distribution(features)
+                seen_goal = policy.predict_goal(features, images, text) if goal else None
                 if view != "none":
-                    seen = FactoredActionDistribution(seen.block_log_probs, seen.direction_log_probs[:, back])
+                    directions, signs = self.reflect_back[view]
+                    seen = FactoredActionDistribution(
+                        seen.block_log_probs, seen.direction_log_probs[:, directions]
+                    )
+                    seen_goal = seen_goal * signs if goal else None
                 distributions.append(seen)
-                if goal:
-                    goals.append(policy.predict_goal(features, images, text) * sign)
+                goals.append(seen_goal)
         mean_goal = (goals[0] if len(goals) == 1 else torch.stack(goals).mean(0)) if goal else None
         return FactoredActionDistribution.mean_of(distributions), mean_goal
 

@@ -38,8 +38,8 @@ class Camera:
     def reflect(self, images: np.ndarray, mirror: str) -> np.ndarray:
         """Pictures ``(..., H, W)`` of the boards reflected across x = 0 (``"x"`` in ``mirror``) and/or z = 0
         (``"z"``), made from the pictures alone: the rows or columns flipped, and for x shifted by the camera's
-        offset so that each block lands where the reflected board draws it (to within a pixel column). Logos and digits come out mirrored,
-        which a rendered reflected board would not show (``blocks.corpus.mirror``)."""
+        offset so that each block lands where the reflected board draws it (to within a pixel column). Logos and
+        digits come out mirrored, which a rendered reflected board would not show (``blocks.corpus.mirror``)."""
         if "z" in mirror:
             images = np.flip(images, -2)
         if "x" in mirror:
