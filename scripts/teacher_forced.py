@@ -5,11 +5,14 @@ action), so this measures what a model reads from one picture and instruction, n
 
     python scripts/teacher_forced.py checkpoints/supervised.ckpt --split tune --mirror none --limit 200
     python scripts/teacher_forced.py checkpoints/supervised.ckpt --no-previous-action   # the previous action hidden
+    python scripts/teacher_forced.py checkpoints/supervised.ckpt --relabel permuted   # the blocks' labels permuted
 
 Prints one JSON line: direction and block accuracy, STOP recall and precision, and for a network with a goal head
 (or goal map) the mean distance between the predicted and the true goal and offset (block lengths), over
 ``--pairs`` (example, step) pairs drawn at random (seed 0) from the demonstrations of the first ``--limit``
-examples of the split.
+examples of the split. ``--relabel permuted`` scores the relabelled copies of those examples instead (the blocks'
+logos or digits permuted, the names rewritten: ``blocks.corpus.relabel``), ``--relabel same`` the same examples
+unpermuted, so the two compare on the same instructions.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import torch
 
 from blocks.corpus.loader import SPLITS, load_split
 from blocks.corpus.mirror import MIRRORS, with_mirrors
+from blocks.corpus.relabel import digit_words, with_relabels
 from blocks.corpus.text import Vocabulary
 from blocks.learn import load_learner
 from blocks.learn.data import DemonstrationSteps
@@ -34,6 +38,7 @@ def main() -> None:
     parser.add_argument("checkpoint")
     parser.add_argument("--split", default="tune", choices=SPLITS)
     parser.add_argument("--mirror", default="none", choices=MIRRORS)
+    parser.add_argument("--relabel", default="none", choices=["none", "same", "permuted"])
     parser.add_argument("--limit", type=int, default=200, help="first N examples of the split")
     parser.add_argument("--pairs", type=int, default=1024, help="(example, step) pairs scored")
     parser.add_argument("--no-previous-action", action="store_true", help="show NONE as the previous action")
@@ -44,6 +49,11 @@ def main() -> None:
     vocabulary = Vocabulary(learner.hparams.vocabulary)
     examples = load_split(args.split, args.root, exclude_tune=args.split == "train")[: args.limit]
     examples = with_mirrors(examples, [args.mirror])
+    if args.relabel != "none":
+        known = digit_words(load_split("train", args.root, exclude_tune=True))
+        copies = with_relabels(examples, 1, seed=0, known_words=known)[len(examples) :]
+        kept = {y.uid.split("#")[0] for y in copies}
+        examples = copies if args.relabel == "permuted" else [x for x in examples if x.uid in kept]
     steps = DemonstrationSteps(examples, [vocabulary.encode(x.tokens) for x in examples], Renderer(args.root))
     chosen = np.random.default_rng(0).permutation(len(steps))[: args.pairs]
     predicted, gold, block_hits, goal_errors = [], [], [], []
@@ -71,6 +81,7 @@ def main() -> None:
                 "checkpoint": args.checkpoint,
                 "split": args.split,
                 "mirror": args.mirror,
+                "relabel": args.relabel,
                 "previous_action": not args.no_previous_action,
                 "pairs": len(p),
                 "direction_accuracy": round(float((p == g).mean()), 4),

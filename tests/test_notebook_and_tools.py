@@ -210,3 +210,19 @@ def test_stop_rules_script_scores_the_run_as_eval_does(corpus_root, tmp_path):
     error = json.loads(evaluated.splitlines()[-1])["mean_error"]
     assert rows["as run (no rule)"] == pytest.approx(error, abs=1e-3)
     assert rows["oracle: the closest board (min. distance)"] <= min(rows.values()) + 1e-9
+
+
+def test_teacher_forced_on_relabelled_boards_shows_the_shipped_network_leans_on_the_labels(corpus_root):
+    """The same instructions with the blocks' labels permuted: the goal is found far worse (README, relabelled)."""
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "BLOCKS_TORCH_THREADS": "2"}
+    scores = {}
+    for relabel in ("same", "permuted"):
+        out = subprocess.run(
+            [sys.executable, "scripts/teacher_forced.py", "checkpoints/supervised_goal.ckpt", "--split", "train",
+             "--limit", "60", "--pairs", "256", "--relabel", relabel],
+            cwd=REPO, env=env, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        scores[relabel] = json.loads(out.splitlines()[-1])
+    assert scores["same"]["pairs"] == scores["permuted"]["pairs"] == 256
+    assert scores["same"]["block_accuracy"] > 0.9 and scores["permuted"]["block_accuracy"] > 0.9
+    assert scores["permuted"]["goal_error"] > scores["same"]["goal_error"] + 0.5

@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from blocks.agents.policy import pad_token_ids
 from blocks.corpus.loader import Example, load_split
 from blocks.corpus.mirror import check_mirrors, with_mirrors
+from blocks.corpus.relabel import digit_words, with_relabels
 from blocks.corpus.text import Vocabulary
 from blocks.learn.rollout import RolloutChunk, collect_rollout, split_update
 from blocks.model.policy import PolicyNetwork, goal_targets
@@ -53,9 +54,13 @@ class BlocksDataModule(pl.LightningDataModule):
         seed: int = 0,
         demonstration_route: str = "astar",
         mirrors: Sequence[str] = ("none",),
+        relabelled_copies: int = 0,
     ):
         super().__init__()
         self.mirrors = check_mirrors(mirrors)
+        if relabelled_copies < 0:
+            raise ValueError(f"data.relabelled_copies must be 0 or more, got {relabelled_copies}")
+        self.relabelled_copies = relabelled_copies
         self.demonstration_route = check_route(demonstration_route, "data.demonstration_route")
         self.demonstrations = partial(demonstration, route=demonstration_route)
         self.root = root
@@ -73,12 +78,16 @@ class BlocksDataModule(pl.LightningDataModule):
 
     @cached_property
     def train_examples(self) -> list[Example]:
-        """The training examples (``max_train_examples`` of them, if set), each in every one of ``mirrors``."""
-        examples = load_split("train", self.root, exclude_tune=True)
+        """The training examples (``max_train_examples`` of them, if set), each in every one of ``mirrors``, then
+        ``relabelled_copies`` copies of those with the blocks' logos or digits permuted."""
+        everything = examples = load_split("train", self.root, exclude_tune=True)
         if self.max_train_examples is not None:
             order = np.random.default_rng(self.seed).permutation(len(examples))[: self.max_train_examples]
             examples = [examples[i] for i in sorted(order)]
-        return with_mirrors(examples, self.mirrors)
+        examples = with_mirrors(examples, self.mirrors)
+        if not self.relabelled_copies:
+            return examples
+        return with_relabels(examples, self.relabelled_copies, self.seed, digit_words(everything))
 
     @cached_property
     def val_examples(self) -> list[Example]:

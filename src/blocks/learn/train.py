@@ -54,6 +54,7 @@ def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
         seed=cfg.seed,
         demonstration_route=cfg.data.demonstration_route,
         mirrors=cfg.data.mirrors,
+        relabelled_copies=cfg.data.relabelled_copies,
     )
     model = SupervisedLearner(
         vocabulary, OmegaConf.to_container(cfg.model.network, resolve=True), lr=cfg.pretrain.lr
