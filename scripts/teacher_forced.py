@@ -12,7 +12,8 @@ Prints one JSON line: direction and block accuracy, STOP recall and precision, a
 ``--pairs`` (example, step) pairs drawn at random (seed 0) from the demonstrations of the first ``--limit``
 examples of the split. ``--relabel permuted`` scores the relabelled copies of those examples instead (the blocks'
 logos or digits permuted, the names rewritten: ``blocks.corpus.relabel``), ``--relabel same`` the same examples
-unpermuted, so the two compare on the same instructions.
+unpermuted, so the two compare on the same instructions; ``shifted`` and ``reversed`` permute the labels keeping
+which are neighbours.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def main() -> None:
     parser.add_argument("checkpoint")
     parser.add_argument("--split", default="tune", choices=SPLITS)
     parser.add_argument("--mirror", default="none", choices=MIRRORS)
-    parser.add_argument("--relabel", default="none", choices=["none", "same", "permuted"])
+    parser.add_argument(
+        "--relabel", default="none", choices=["none", "same", "permuted", "shifted", "reversed"]
+    )
     parser.add_argument("--limit", type=int, default=200, help="first N examples of the split")
     parser.add_argument("--pairs", type=int, default=1024, help="(example, step) pairs scored")
     parser.add_argument("--no-previous-action", action="store_true", help="show NONE as the previous action")
@@ -51,9 +54,10 @@ def main() -> None:
     examples = with_mirrors(examples, [args.mirror])
     if args.relabel != "none":
         known = digit_words(load_split("train", args.root, exclude_tune=True))
-        copies = with_relabels(examples, 1, seed=0, known_words=known)[len(examples) :]
+        kind = "random" if args.relabel in ("same", "permuted") else args.relabel
+        copies = with_relabels(examples, 1, seed=0, known_words=known, permutation=kind)[len(examples) :]
         kept = {y.uid.split("#")[0] for y in copies}
-        examples = copies if args.relabel == "permuted" else [x for x in examples if x.uid in kept]
+        examples = [x for x in examples if x.uid in kept] if args.relabel == "same" else copies
     steps = DemonstrationSteps(examples, [vocabulary.encode(x.tokens) for x in examples], Renderer(args.root))
     chosen = np.random.default_rng(0).permutation(len(steps))[: args.pairs]
     predicted, gold, block_hits, goal_errors = [], [], [], []

@@ -7,7 +7,14 @@ import pytest
 
 from blocks.corpus.download import LOGO_BRANDS
 from blocks.corpus.loader import Example, load_split
-from blocks.corpus.relabel import digit_words, relabel_example, relabel_task, relabel_words, with_relabels
+from blocks.corpus.relabel import (
+    digit_words,
+    draw_permutation,
+    relabel_example,
+    relabel_task,
+    relabel_words,
+    with_relabels,
+)
 from blocks.corpus.text import tokenize
 from blocks.world.planner import demonstration
 from blocks.world.task import Task
@@ -43,6 +50,8 @@ def test_logo_names_are_rewritten_in_every_spelling_and_the_rest_is_kept():
         relabel_words("Move Pepsi to the right of Shell", "logo", p, KNOWN)
         == "Move pepsi to the right of shell"
     )
+    # a board of 3 logos: the name of a logo that is not on it stays
+    assert relabel_words("Move BMW left of UPS", "logo", [2, 0, 1], KNOWN) == "Move adidas left of ups"
 
 
 def test_a_word_that_may_name_an_unknown_logo_leaves_the_instruction_unrelabelled():
@@ -156,3 +165,16 @@ def test_data_module_adds_the_copies_with_the_same_vocabulary(corpus_root):
     assert batch["images"].shape == (8, 15, 120, 120)
     with pytest.raises(ValueError, match="data.relabelled_copies"):
         DemonstrationDataModule(root=str(corpus_root), relabelled_copies=-1)
+
+
+def test_shifted_and_reversed_permutations_keep_which_labels_are_neighbours():
+    rng = np.random.default_rng(0)
+    for kind in ("shifted", "reversed"):
+        for n in (2, 7, 20):
+            p = draw_permutation(n, kind, rng)
+            assert sorted(p.tolist()) == list(range(n)) and not np.array_equal(p, np.arange(n))
+            steps = np.abs(np.diff(p))
+            assert (steps == 1).sum() >= n - 2  # shifted breaks one pair at the wrap-around
+    assert sorted(draw_permutation(20, "random", rng).tolist()) == list(range(20))
+    with pytest.raises(ValueError, match="permutation must be one of"):
+        with_relabels([], 1, permutation="sorted")

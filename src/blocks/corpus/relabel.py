@@ -51,7 +51,8 @@ _LOGO_NAMES: dict[str, tuple[str, str]] = {
     "twitter": ("twitter", r"twitter"),
     "ups": ("ups", r"ups"),
 }
-assert tuple(_LOGO_NAMES) == LOGO_BRANDS  # block i carries LOGO_BRANDS[i]
+if tuple(_LOGO_NAMES) != LOGO_BRANDS:  # block i carries LOGO_BRANDS[i]
+    raise ImportError("blocks.corpus.relabel's lexicon is out of step with LOGO_BRANDS")
 
 # Words of logo instructions that appear in no digit instruction and yet name no block.
 _LOGO_ONLY_WORDS = frozenset(
@@ -88,17 +89,20 @@ def digit_words(examples: Sequence[Example]) -> frozenset[str]:
 def _rewrite_logos(text: str, permutation: Sequence[int], known_words: frozenset[str]) -> str | None:
     lowered = text.lower()
     pattern = _logo_pattern()
-    names = {m.start(): m for m in pattern.finditer(lowered)}
     # every word outside the recognised names must be one that names no block
-    rest = pattern.sub(" ", lowered)
-    if any(t not in known_words and t not in _LOGO_ONLY_WORDS for t in tokenize(rest)):
+    if any(t not in known_words and t not in _LOGO_ONLY_WORDS for t in tokenize(pattern.sub(" ", lowered))):
         return None
     pieces, end = [], 0
-    for start in sorted(names):
-        match = names[start]
+    for match in pattern.finditer(lowered):
         brand = next(name for name, value in match.groupdict().items() if value and name != "possessive")
-        new_name = _LOGO_NAMES[LOGO_BRANDS[permutation[LOGO_BRANDS.index(brand)]]][0]
-        pieces += [text[end:start], new_name, match.group("possessive") or ""]
+        block = LOGO_BRANDS.index(brand)
+        if block < len(permutation):  # a logo that is not on this board keeps its name
+            block = permutation[block]
+        pieces += [
+            text[end : match.start()],
+            _LOGO_NAMES[LOGO_BRANDS[block]][0],
+            match.group("possessive") or "",
+        ]
         end = match.end()
     return "".join(pieces) + text[end:]
 
@@ -155,21 +159,42 @@ def relabel_example(
     )
 
 
+PERMUTATIONS = ("random", "shifted", "reversed")
+
+
+def draw_permutation(n: int, kind: str, rng: np.random.Generator) -> np.ndarray:
+    """A permutation of ``n`` labels: ``random``; ``shifted`` (i -> i + k mod n, k drawn from 1..n-1) or
+    ``reversed`` (i -> n - 1 - i), the two that keep which labels are neighbours (but for one pair, shifted)."""
+    if kind == "random":
+        return rng.permutation(n)
+    if kind == "shifted":
+        return (np.arange(n) + rng.integers(1, n)) % n if n > 1 else np.arange(n)
+    if kind == "reversed":
+        return np.arange(n)[::-1].copy()
+    raise ValueError(f"the permutation must be one of {list(PERMUTATIONS)}, got {kind!r}")
+
+
 def with_relabels(
-    examples: Sequence[Example], copies: int, seed: int = 0, known_words: frozenset[str] | None = None
+    examples: Sequence[Example],
+    copies: int,
+    seed: int = 0,
+    known_words: frozenset[str] | None = None,
+    permutation: str = "random",
 ) -> list[Example]:
-    """The examples, then ``copies`` relabelled copies of each (a fresh permutation per copy, drawn from ``seed``
-    and the uid, so the same on every run and rank); an example whose names are uncertain gets no copies.
-    ``known_words`` defaults to the digit instructions' words among ``examples``; pass the whole corpus's for a
-    small subset."""
+    """The examples, then ``copies`` relabelled copies of each (a fresh ``permutation`` per copy, see
+    :func:`draw_permutation`, drawn from ``seed`` and the uid, so the same on every run and rank); an example whose
+    names are uncertain gets no copies. ``known_words`` defaults to the digit instructions' words among
+    ``examples``; pass the whole corpus's for a small subset."""
     if copies < 0:
         raise ValueError(f"data.relabelled_copies must be 0 or more, got {copies}")
+    draw_permutation(2, permutation, np.random.default_rng(0))  # an unknown kind fails before any work
     out = list(examples)
     known_words = digit_words(examples) if known_words is None else known_words
     for k in range(copies):
         for x in examples:
             rng = np.random.default_rng([seed, k, *x.uid.encode()])
-            copy = relabel_example(x, rng.permutation(x.task.num_blocks), known_words, f"relabel-{k}")
+            order = draw_permutation(x.task.num_blocks, permutation, rng)
+            copy = relabel_example(x, order, known_words, f"relabel-{k}")
             if copy is not None:
                 out.append(copy)
     return out
