@@ -8,7 +8,7 @@ the episode, so that a damaged file is never half-read.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,6 +36,16 @@ class Example:
     @property
     def decoration(self) -> str:
         return self.task.decoration
+
+    def variant(self, tag: str, instruction: str, task: Task) -> Example:
+        """A transformed copy (mirrored, relabelled) with its own instruction and task; its uid ends in ``#tag``."""
+        return replace(
+            self,
+            uid=f"{self.uid}#{tag}",
+            instruction=instruction,
+            tokens=tuple(tokenize(instruction)),
+            task=task,
+        )
 
 
 def parse_episodes(raw: object, source: str) -> list[list[Example]]:

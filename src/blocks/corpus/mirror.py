@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
 import numpy as np
 
 from blocks.corpus.loader import Example
-from blocks.corpus.text import tokenize
 from blocks.world.geometry import NUM_DIRECTIONS, STOP
 from blocks.world.task import Task
 
@@ -115,13 +113,8 @@ def mirror_example(example: Example, mirror: str) -> Example:
     check_mirrors([mirror])
     if mirror == "none":
         return example
-    instruction = mirror_words(example.instruction, mirror)
-    return replace(
-        example,
-        uid=f"{example.uid}#mirror-{mirror}",
-        instruction=instruction,
-        tokens=tuple(tokenize(instruction)),
-        task=mirror_task(example.task, mirror),
+    return example.variant(
+        f"mirror-{mirror}", mirror_words(example.instruction, mirror), mirror_task(example.task, mirror)
     )
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -150,13 +149,7 @@ def relabel_example(
     instruction = relabel_words(example.instruction, example.decoration, permutation.tolist(), known_words)
     if instruction is None:
         return None
-    return replace(
-        example,
-        uid=f"{example.uid}#{tag}",
-        instruction=instruction,
-        tokens=tuple(tokenize(instruction)),
-        task=relabel_task(example.task, permutation),
-    )
+    return example.variant(tag, instruction, relabel_task(example.task, permutation))
 
 
 PERMUTATIONS = ("random", "shifted", "reversed")
