@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from .conftest import REPO
@@ -47,6 +48,10 @@ def test_eval_command_with_a_policy(checkpoint, corpus_root, tmp_path):
     )  # fmt: skip
     record = json.loads(out.stdout.strip().splitlines()[-1])
     assert record["agent"] == "policy" and record["n"] == 16 and record["mean_steps"] >= 1
+    (episodes,) = tmp_path.glob("logs/eval/runs/*/episodes.csv")  # every episode, beside metrics.json
+    rows = _script("compare_episodes").read(str(episodes))
+    assert len(rows) == 16 and all(uid.startswith("devset.json/") for uid in rows)
+    assert sum(error for _, error in rows.values()) / 16 == pytest.approx(record["mean_error"], abs=1e-9)
 
 
 def test_eval_command_with_an_ensemble(checkpoint, corpus_root, tmp_path):
@@ -170,14 +175,32 @@ def test_the_shipped_distilled_network_loads_without_its_teachers_and_beats_stop
     assert distilled["mean_error"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 1.0
 
 
-def _stop_rules():
+def _script(name: str):
+    """A module of scripts/, imported from its file."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("stop_rules", REPO / "scripts" / "stop_rules.py")
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
     spec.loader.exec_module(module)
     return module
+
+
+def _stop_rules():
+    return _script("stop_rules")
+
+
+def test_paired_comparison_finds_a_known_difference_and_resamples_board_sequences():
+    compare = _script("compare_episodes")
+    rng = np.random.default_rng(0)
+    a = {f"u{i}": (i // 20, float(e)) for i, e in enumerate(rng.uniform(0, 8, 400))}  # 20 board sequences
+    b = {u: (episode, error - 0.5 + rng.normal(0, 0.3)) for u, (episode, error) in a.items()}
+    r = compare.paired_difference(a, b, samples=2000)
+    assert r["n"] == 400 and r["episodes"] == 20
+    assert r["low"] < r["difference"] < r["high"] < 0 and r["difference"] == pytest.approx(-0.5, abs=0.1)
+    assert compare.paired_difference(a, a, samples=200)["difference"] == 0.0
+    with pytest.raises(ValueError, match="same examples"):
+        compare.paired_difference(a, {"u0": a["u0"]})
 
 
 def test_stop_rules_fire_on_undone_moves_and_revisited_boards():

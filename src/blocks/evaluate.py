@@ -58,10 +58,24 @@ def evaluate(agent: Agent, examples: Sequence[Example], **kwargs) -> dict[str, f
     return summarize(run_episodes(agent, examples, **kwargs))
 
 
+def write_episodes(path, examples: Sequence[Example], results: Sequence[EpisodeResult]) -> None:
+    """One CSV row per episode (uid, corpus episode, then every :class:`EpisodeResult` field), so that two agents
+    can be compared example by example (``scripts/compare_episodes.py``)."""
+    import csv
+    from dataclasses import asdict
+
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["uid", "episode", *asdict(results[0])])
+        for example, result in zip(examples, results, strict=True):
+            writer.writerow([example.uid, example.episode, *asdict(result).values()])
+
+
 def evaluate_from_config(cfg) -> dict[str, float | int | str]:
     """What ``eval.py`` does: build the agent, run the split, print and save the figures as JSON.
 
-    The last line on stdout is the JSON object; the same object goes to ``metrics.json`` in the run folder.
+    The last line on stdout is the JSON object; the same object goes to ``metrics.json`` in the run folder, and
+    every episode's figures to ``episodes.csv`` beside it.
     """
     import json
     from pathlib import Path
@@ -80,7 +94,7 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
         from blocks.render.renderer import Renderer
 
         render_frames = Renderer(cfg.data.root, getattr(agent, "image_size", cfg.data.image_size)).render
-    summary = evaluate(
+    results = run_episodes(
         agent,
         examples,
         batch_size=cfg.batch_size,
@@ -89,9 +103,10 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
         progress=cfg.progress,
     )
     name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
-    record = {"split": cfg.split, "agent": name, **summary}
+    record = {"split": cfg.split, "agent": name, **summarize(results)}
     output = Path(cfg.paths.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     (output / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
+    write_episodes(output / "episodes.csv", examples, results)
     print(json.dumps(record), flush=True)
     return record
