@@ -157,6 +157,25 @@ def test_the_shipped_ensemble_loads_as_one_agent_and_beats_stop(corpus_root):
     assert ensemble["mean_error"] < stop["mean_error"] - 1.0
 
 
+def test_the_shipped_bandit_ensemble_stops_on_its_own_and_beats_stop(corpus_root):
+    """checkpoints/bandit_ensemble/: the five after the paper's bandit learnt to stop (the five before it run to the
+    horizon on 99 % of dev episodes; README, "The paper's bandit on the ensemble")."""
+    from blocks.agents.baselines import StopAgent
+    from blocks.agents.policy import PolicyAgent
+    from blocks.corpus import load_split
+    from blocks.evaluate import evaluate
+    from blocks.learn import BanditLearner, load_learner
+    from blocks.render import Renderer
+
+    members = sorted((REPO / "checkpoints" / "bandit_ensemble").glob("*.ckpt"))
+    assert len(members) == 5 and all(isinstance(load_learner(str(p)), BanditLearner) for p in members)
+    agent = PolicyAgent.from_checkpoint([str(p) for p in members])
+    examples = load_split("dev", corpus_root)[:32]
+    ensemble = evaluate(agent, examples, render_frames=Renderer(corpus_root).render, progress=False)
+    assert ensemble["horizon_rate"] < 0.85
+    assert ensemble["mean_error"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 1.0
+
+
 def test_the_shipped_distilled_network_loads_without_its_teachers_and_beats_stop(corpus_root):
     """checkpoints/distill.ckpt acts alone; its teachers are on record only (README, "Distillation")."""
     from blocks.agents.baselines import StopAgent
