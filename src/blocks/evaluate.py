@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -58,7 +59,9 @@ def evaluate(agent: Agent, examples: Sequence[Example], **kwargs) -> dict[str, f
     return summarize(run_episodes(agent, examples, **kwargs))
 
 
-def write_episodes(path, examples: Sequence[Example], results: Sequence[EpisodeResult]) -> None:
+def write_episodes(
+    path: str | os.PathLike, examples: Sequence[Example], results: Sequence[EpisodeResult]
+) -> None:
     """One CSV row per episode (uid, corpus episode, then every :class:`EpisodeResult` field), so that two agents
     can be compared example by example (``scripts/compare_episodes.py``)."""
     import csv
