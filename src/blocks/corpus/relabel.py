@@ -107,13 +107,14 @@ def _rewrite_logos(text: str, permutation: Sequence[int], known_words: frozenset
 
 
 def _rewrite_digits(text: str, permutation: Sequence[int]) -> str | None:
-    if _WORD_AFTER_BLOCK.search(text.lower()):
+    lowered = text.lower()
+    if _WORD_AFTER_BLOCK.search(lowered):
         return None
     n = len(permutation)
 
     def rename(match: re.Match) -> str:
         number = int(match.group(0))
-        if not 1 <= number <= n or _COUNT_AFTER.match(text.lower(), match.end()):
+        if not 1 <= number <= n or _COUNT_AFTER.match(lowered, match.end()):
             return match.group(0)
         return str(permutation[number - 1] + 1)
 
