@@ -1,15 +1,17 @@
-"""Evaluate an agent on a split: ``python eval.py agent=<stop|random|demonstrations> split=dev``."""
+"""Evaluate an agent on a split: ``python eval.py agent=<stop|random|demonstrations|policy|goal> split=dev``."""
 
 import hydra
 from omegaconf import DictConfig
 
+from blocks.cli import run, user_errors
 from blocks.evaluate import evaluate_from_config
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="eval")
 def main(cfg: DictConfig) -> None:
-    evaluate_from_config(cfg)
+    with user_errors():
+        evaluate_from_config(cfg)
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -1,8 +1,8 @@
 """How often the block nearest to the moved block's goal carries the next or previous label.
 
 The corpus's boards were built in label order (digits in sequence, logos in the order of their list), so the
-labels an instruction names say something about where the goal lies; a network can learn that prior, and
-relabelled copies (``data.relabelled_copies``) take it away. Chance is (number of neighbouring labels) / (n - 1).
+labels an instruction names say something about where the goal lies; a network can learn that prior
+(docs/experiments/relabelled-copies.md). Chance is (number of neighbouring labels) / (n - 1).
 
     python scripts/label_prior.py --split dev
 """

@@ -5,7 +5,7 @@ at every step scores any rule that only looks at the past exactly, without rolli
 only what an agent has: the ensemble's STOP probability, its goal heads' predicted offset, its own moves and
 the pictures (a revisited board). ``oracle`` rows read the simulator: the best any rule could do.
 
-    python scripts/stop_rules.py checkpoints/oracle_goal.ckpt checkpoints/ensemble/*.ckpt --split tune
+    python scripts/stop_rules.py checkpoints/distill.ckpt --split tune
 """
 
 from __future__ import annotations

@@ -3,17 +3,13 @@
 A diagnostic beside the greedy rollouts of eval.py: the context is the demonstration's (its images and previous
 action), so this measures what a model reads from one picture and instruction, not where its own mistakes lead.
 
-    python scripts/teacher_forced.py checkpoints/supervised.ckpt --split tune --mirror none --limit 200
+    python scripts/teacher_forced.py checkpoints/supervised.ckpt --split tune --limit 200
     python scripts/teacher_forced.py checkpoints/supervised.ckpt --no-previous-action   # the previous action hidden
-    python scripts/teacher_forced.py checkpoints/supervised.ckpt --relabel permuted   # the blocks' labels permuted
 
 Prints one JSON line: direction and block accuracy, STOP recall and precision, and for a network with a goal head
 (or goal map) the mean distance between the predicted and the true goal and offset (block lengths), over
 ``--pairs`` (example, step) pairs drawn at random (seed 0) from the demonstrations of the first ``--limit``
-examples of the split. ``--relabel permuted`` scores the relabelled copies of those examples instead (the blocks'
-logos or digits permuted, the names rewritten: ``blocks.corpus.relabel``), ``--relabel same`` the same examples
-unpermuted, so the two compare on the same instructions; ``shifted`` and ``reversed`` permute the labels keeping
-which are neighbours.
+examples of the split.
 """
 
 from __future__ import annotations
@@ -25,11 +21,9 @@ import numpy as np
 import torch
 
 from blocks.corpus.loader import SPLITS, load_split
-from blocks.corpus.mirror import MIRRORS, with_mirrors
-from blocks.corpus.relabel import digit_words, with_relabels
 from blocks.corpus.text import Vocabulary
-from blocks.learn import load_learner
 from blocks.learn.data import DemonstrationSteps
+from blocks.model.checkpoint import load_policy
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import STOP_DIRECTION
 
@@ -38,26 +32,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint")
     parser.add_argument("--split", default="tune", choices=SPLITS)
-    parser.add_argument("--mirror", default="none", choices=MIRRORS)
-    parser.add_argument(
-        "--relabel", default="none", choices=["none", "same", "permuted", "shifted", "reversed"]
-    )
     parser.add_argument("--limit", type=int, default=200, help="first N examples of the split")
     parser.add_argument("--pairs", type=int, default=1024, help="(example, step) pairs scored")
     parser.add_argument("--no-previous-action", action="store_true", help="show NONE as the previous action")
     parser.add_argument("--root", default=None, help="corpus folder (default: $BLOCKS_DATA)")
     args = parser.parse_args()
 
-    learner = load_learner(args.checkpoint)
-    vocabulary = Vocabulary(learner.hparams.vocabulary)
+    policy, words = load_policy(args.checkpoint)
+    vocabulary = Vocabulary(words)
     examples = load_split(args.split, args.root, exclude_tune=args.split == "train")[: args.limit]
-    examples = with_mirrors(examples, [args.mirror])
-    if args.relabel != "none":
-        known = digit_words(load_split("train", args.root, exclude_tune=True))
-        kind = "random" if args.relabel in ("same", "permuted") else args.relabel
-        copies = with_relabels(examples, 1, seed=0, known_words=known, permutation=kind)[len(examples) :]
-        kept = {y.uid.split("#")[0] for y in copies}
-        examples = [x for x in examples if x.uid in kept] if args.relabel == "same" else copies
     steps = DemonstrationSteps(examples, [vocabulary.encode(x.tokens) for x in examples], Renderer(args.root))
     chosen = np.random.default_rng(0).permutation(len(steps))[: args.pairs]
     predicted, gold, block_hits, goal_errors = [], [], [], []
@@ -67,11 +50,11 @@ def main() -> None:
             previous = batch["previous_action"]
             if args.no_previous_action:
                 previous = torch.full_like(previous, -1)
-            text = learner.policy.encode_instruction(batch["tokens"], batch["lengths"])
-            features = learner.policy.joint_features(batch["images"], text, previous)
-            distribution = learner.policy.action_distribution(features)
-            if learner.policy.has_goal_head:
-                goal = learner.policy.predict_goal(features, batch["images"], text) - batch["goal"]
+            text = policy.encode_instruction(batch["tokens"], batch["lengths"])
+            features = policy.joint_features(batch["images"], text, previous)
+            distribution = policy.action_distribution(features)
+            if policy.has_goal_head:
+                goal = policy.predict_goal(features, batch["images"], text) - batch["goal"]
                 goal_errors.append(torch.linalg.vector_norm(goal.view(-1, 2, 2), dim=2).numpy())
             predicted.append(distribution.direction_log_probs.argmax(1).numpy())
             gold.append(batch["direction"].numpy())
@@ -84,8 +67,6 @@ def main() -> None:
             {
                 "checkpoint": args.checkpoint,
                 "split": args.split,
-                "mirror": args.mirror,
-                "relabel": args.relabel,
                 "previous_action": not args.no_previous_action,
                 "pairs": len(p),
                 "direction_accuracy": round(float((p == g).mean()), 4),

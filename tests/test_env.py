@@ -17,7 +17,13 @@ def env(renderer, two_block_task):
         np.array([[0.2, 0.3], [0.6, -0.6], [0.4, 0.1]]),
         "logo",
     )
-    return BlocksEnv([two_block_task, other], renderer.render, instructions=["move 1 right", "move 3 right"])
+    return BlocksEnv(
+        [two_block_task, other],
+        renderer.render,
+        instructions=["move 1 right", "move 3 right"],
+        token_ids=[[2, 3, 4], [2, 5, 4]],
+        vocab_size=6,
+    )
 
 
 def test_check_env_passes(env):
@@ -26,7 +32,9 @@ def test_check_env_passes(env):
 
 def test_stop_terminates_and_horizon_truncates(env):
     obs, info = env.reset(seed=0, options={"index": 0})
-    assert obs.shape == (120, 120, 3) and obs.dtype == np.uint8
+    assert obs["image"].shape == (120, 120, 3) and obs["image"].dtype == np.uint8
+    assert obs["tokens"][:4].tolist() == [2, 3, 4, 0] and obs["length"].tolist() == [3]
+    assert obs["previous_action"] == 0  # none yet; afterwards the action id + 1
     assert info["instruction"] == "move 1 right" and info["error"] == pytest.approx(0.5 / 0.1524)
     _, _, terminated, truncated, _ = env.step(STOP)
     assert terminated and not truncated
@@ -40,9 +48,11 @@ def test_stop_terminates_and_horizon_truncates(env):
 
 def test_render_matches_observation_and_changes_when_a_block_moves(env):
     obs, _ = env.reset(options={"index": 0})
-    assert np.array_equal(env.render(), obs)
+    assert np.array_equal(env.render(), obs["image"])
     moved, *_ = env.step(action_id(0, 1))
-    assert not np.array_equal(moved, obs)
+    assert (
+        not np.array_equal(moved["image"], obs["image"]) and moved["previous_action"] == action_id(0, 1) + 1
+    )
 
 
 def test_invalid_actions_raise(env):
@@ -99,3 +109,38 @@ def test_failed_moves_are_counted_in_the_results(two_block_task):
     (result,) = env.results()
     assert result.failed_moves == sum(failed) and result.steps == 11
     assert summarize([result])["failed_move_rate"] == pytest.approx(sum(failed) / 11)
+
+
+def test_gymnasium_make_gives_a_split_with_the_words_as_token_ids(corpus_root, monkeypatch):
+    """``import blocks`` registers ``blocks/Blocks-v0``; the corpus is found through BLOCKS_DATA as everywhere."""
+    import gymnasium
+
+    import blocks  # noqa: F401
+    from blocks.corpus.loader import load_split
+    from blocks.corpus.text import Vocabulary
+
+    monkeypatch.setenv("BLOCKS_DATA", str(corpus_root))
+    env = gymnasium.make("blocks/Blocks-v0", split="dev", limit=5)
+    obs, info = env.reset(seed=0, options={"index": 3})
+    example = load_split("dev", corpus_root)[3]
+    vocabulary = Vocabulary.build(x.tokens for x in load_split("train", corpus_root, exclude_tune=True))
+    ids = vocabulary.encode(example.tokens)
+    assert info["instruction"] == example.instruction and obs["length"].tolist() == [len(ids)]
+    assert obs["tokens"][: len(ids)].tolist() == ids and not obs["tokens"][len(ids) :].any()
+    assert env.observation_space.contains(obs)
+    check_env(env.unwrapped)
+
+
+def test_stable_baselines3_checks_the_env_and_its_ppo_learns_on_it(renderer, two_block_task):
+    """Another RL library's view: its own checker passes and a few hundred PPO steps with a Dict policy run."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    env = BlocksEnv([two_block_task], renderer.render, image_size=120, token_ids=[[2, 3]], vocab_size=4)
+    sb3_check_env(env, warn=True)
+    model = PPO("MultiInputPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=256)
+    obs, _ = env.reset(options={"index": 0})
+    action, _ = model.predict(obs, deterministic=True)
+    assert env.action_space.contains(int(action))

@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 import torch
 
+from blocks.errors import ConfigError
 from blocks.learn.bandit import BanditLearner
 from blocks.learn.data import DemonstrationDataModule, RolloutDataModule, RolloutStream
 from blocks.learn.rollout import Rollout, collect_rollout, gather_stacks, split_update
 from blocks.model.policy import PolicyNetwork
 from blocks.render.history import FrameHistory
+from blocks.world.planner import demonstration
 from blocks.world.rewards import RewardConfig
 from blocks.world.vector_env import VectorBlocksEnv
 
@@ -226,18 +228,29 @@ def test_supervised_overfits_eight_examples_until_it_replays_them(corpus_root):
     assert replayed["mean_steps"] == demonstrated["mean_steps"]
 
 
-def test_demonstration_route_reaches_the_labels_and_the_f2_reward(corpus_root):
-    from blocks.world.planner import plan
-
-    kwargs = dict(root=str(corpus_root), max_train_examples=4, seed=0, demonstration_route="fewest_turns")
-    steps = DemonstrationDataModule(**kwargs).steps
-    for example, labels in zip(steps.examples, steps.plans, strict=True):
-        assert np.array_equal(labels.actions, plan(example.task, route="fewest_turns").actions)
+def test_partial_demonstrations_reach_the_labels_and_the_f2_reward(corpus_root):
+    """``data.demonstration_fraction`` (Figure 4): supervised steps come only from the demonstrated examples, and
+    a rollout on an example kept without one earns no F2 term, whatever it does."""
+    kwargs = dict(root=str(corpus_root), max_train_examples=8, seed=0, demonstration_fraction=0.5)
+    supervised = DemonstrationDataModule(**kwargs)
+    kept = {x.uid for x in supervised.demonstrated_examples}
+    assert len(kept) == 4 and {x.uid for x in supervised.steps.examples} == kept
     stream = RolloutDataModule(**kwargs).stream
-    task = stream.examples[0].task
-    assert np.array_equal(stream.env.demonstrations(task).actions, plan(task, route="fewest_turns").actions)
-    with pytest.raises(ValueError, match="demonstration_route"):
+    with_demo = next(x.task for x in stream.examples if x.uid in kept)
+    without = next(x.task for x in stream.examples if x.uid not in kept)
+    assert stream.env.demonstrations(with_demo) is not None and stream.env.demonstrations(without) is None
+    env = stream.env
+    env.reset([with_demo, without])
+    first = demonstration(with_demo).actions[0]
+    _, reward, *_ = env.step([first, demonstration(without).actions[0]])
+    env2 = VectorBlocksEnv(reward=RewardConfig(f2=False))
+    env2.reset([with_demo, without])
+    _, no_f2, *_ = env2.step([first, demonstration(without).actions[0]])
+    assert reward[0] > no_f2[0] and reward[1] == pytest.approx(no_f2[1])
+    with pytest.raises(ConfigError, match="demonstration_route"):
         DemonstrationDataModule(root=str(corpus_root), demonstration_route="scenic")
+    with pytest.raises(ConfigError, match="demonstration_fraction"):
+        DemonstrationDataModule(root=str(corpus_root), demonstration_fraction=0.0)
 
 
 def test_oracle_learner_raises_the_likelihood_of_the_oracle_actions(renderer, two_block_task):

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import torch
 
+from blocks.errors import CheckpointError, ConfigError
+from blocks.model.checkpoint import load_policy, network_options, read_checkpoint
 from blocks.model.distribution import FactoredActionDistribution, from_action, to_action
 from blocks.model.policy import PolicyNetwork, goal_targets, same_padding, standardize
 from blocks.render.history import standardize as standardize_numpy
@@ -90,62 +92,31 @@ def test_initialisation_follows_the_paper():
     assert not torch.equal(before, net.direction_head.weight) and net.direction_head.bias.abs().max() == 0
 
 
-def test_dropout_is_off_by_default_and_only_active_in_training():
+def test_a_checkpoint_rebuilds_its_network_without_lightning(tmp_path):
+    """The record beside the weights rebuilds the network; options that left the package load at their neutral
+    values (older checkpoints) and are refused otherwise; an unknown key is named."""
     torch.manual_seed(0)
-    images = torch.randint(0, 256, (4, 15, 120, 120), dtype=torch.uint8)
-    tokens, lengths = torch.tensor([[2, 3, 4]] * 4), torch.tensor([3] * 4)
-    previous = torch.full((4,), -1)
-
-    def logits(network):
-        return network(images, network.encode_instruction(tokens, lengths), previous).block.logits
-
-    plain = PolicyNetwork(10)
-    assert torch.equal(logits(plain), logits(plain))
-    noisy = PolicyNetwork(10, dropout=0.5)
-    noisy.load_state_dict(plain.state_dict())  # no weights of its own: old checkpoints load
-    assert not torch.allclose(logits(noisy), logits(plain))
-    noisy.eval()
-    assert torch.allclose(logits(noisy), logits(plain))
-    with pytest.raises(ValueError, match="network.dropout"):
-        PolicyNetwork(10, dropout=1.0)
-
-
-def test_film_starts_as_the_paper_network_and_lets_the_words_change_what_the_cnn_keeps():
-    torch.manual_seed(0)
-    images = torch.randint(0, 256, (2, 15, 120, 120), dtype=torch.uint8)
-    paper, film = PolicyNetwork(30), PolicyNetwork(30, fusion="film")
-    film.load_state_dict(paper.state_dict(), strict=False)  # everything but the FiLM layer
-    assert set(film.state_dict()) - set(paper.state_dict()) == {"film.weight", "film.bias"}
-    text = paper.encode_instruction(torch.tensor([[2, 3, 4], [5, 6, 7]]), torch.tensor([3, 3]))
-    previous = torch.tensor([-1, 5])
-    torch.nn.init.zeros_(film.film.weight)  # zero scales and shifts: the paper's network exactly
-    assert torch.allclose(
-        film(images, text, previous).block.logits, paper(images, text, previous).block.logits
+    net = PolicyNetwork(4, goal_head=True)
+    options = {"goal_head": True, "dropout": 0.0, "fusion": "concat", "coordinates": False}
+    state = {f"policy.{k}": v for k, v in net.state_dict().items()}
+    path = tmp_path / "net.ckpt"
+    torch.save(
+        {"state_dict": state, "hyper_parameters": {"network": options, "vocabulary": list("abcd")}}, path
     )
-    torch.nn.init.normal_(film.film.weight, std=0.1)
-    same_picture = images[:1].expand(2, -1, -1, -1)
-    seen = film.image_encoder(standardize(same_picture), film.film(text))
-    assert not torch.allclose(seen[0], seen[1], atol=1e-4)  # one picture, two instructions, two readings
-    unconditioned = paper.image_encoder(standardize(same_picture))
-    assert torch.allclose(unconditioned[0], unconditioned[1])
-    with pytest.raises(ValueError, match="network.fusion"):
-        PolicyNetwork(10, fusion="gate")
-
-
-def test_coordinate_planes_run_left_to_right_and_top_to_bottom():
-    net = PolicyNetwork(10, image_size=64, coordinates=True)
-    assert net.image_encoder.convs[0].in_channels == 17
-    x, y = net.image_encoder.coordinate_planes[0]
-    assert x[0, 0] == -1 and x[0, -1] == 1 and torch.equal(x[0], x[-1])
-    assert y[0, 0] == -1 and y[-1, 0] == 1 and torch.equal(y[:, 0], y[:, -1])
-    assert "image_encoder.coordinate_planes" not in net.state_dict()  # rebuilt from the size, not saved
-    # The planes' share of the first convolution is computed once for the batch: the same as appending them.
-    conv = net.image_encoder.convs[0]
-    stack = torch.randn(3, 15, 64, 64)
-    appended = torch.cat([stack, net.image_encoder.coordinate_planes.expand(3, -1, -1, -1)], dim=1)
-    assert torch.allclose(net.image_encoder.first(stack), conv(appended), atol=1e-5)
-    out = net(torch.zeros(2, 15, 64, 64, dtype=torch.uint8), torch.zeros(2, 250), torch.tensor([-1, 3]))
-    assert out.block.logits.shape == (2, 20)
+    loaded, vocabulary = load_policy(path)
+    assert vocabulary == list("abcd") and loaded.has_goal_head and not loaded.training
+    for name, tensor in net.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], tensor)
+    assert read_checkpoint(path).network == {"goal_head": True}
+    with pytest.raises(ConfigError, match="network.fusion='film' was removed"):
+        network_options({"fusion": "film"})
+    with pytest.raises(ConfigError, match="network.widht"):
+        network_options({"widht": 3})
+    torch.save({"weights": 1}, path)
+    with pytest.raises(CheckpointError, match="not a blocks learner checkpoint"):
+        read_checkpoint(path)
+    with pytest.raises(CheckpointError, match="no such checkpoint file"):
+        read_checkpoint(tmp_path / "missing.ckpt")
 
 
 def test_the_goal_head_reads_the_hidden_layer_and_leaves_the_actions_alone():

@@ -53,21 +53,6 @@ def test_cache_plans_once(two_block_task):
     assert np.allclose(np.diff(first.points, axis=0).__abs__().sum(axis=1), STEP)
 
 
-def test_fewest_turns_route_keeps_length_and_end_but_turns_least():
-    """Around an obstacle and on the real corpus: same moves and end cell as A*, no more turns, one of them per
-    axis on a free board."""
-    free_board = Task(np.array([[0.0, 0.0]]), np.array([[0.5, -0.3]]))
-    demo = plan(free_board, route="fewest_turns")
-    assert (demo.actions[:-1] % 4).tolist() == [1] * 5 + [3] * 3  # right along the longer axis, then down
-    detour = Task(np.array([[0.0, 0.0], [0.3, 0.0]]), np.array([[0.6, 0.0], [0.3, 0.0]]))
-    for task in (free_board, detour):
-        a, b = plan(task), plan(task, route="fewest_turns")
-        assert len(a.actions) == len(b.actions) and np.allclose(a.points[-1], b.points[-1])
-        assert not overlaps(b.points[1:], task.start[1:]).any()
-        turns = lambda d: int((np.diff(d.actions[:-1] % 4) != 0).sum())  # noqa: E731
-        assert turns(b) <= turns(a)
-
-
 def test_unknown_route_is_refused(two_block_task):
     with pytest.raises(ValueError, match="route"):
         plan(two_block_task, route="scenic")
@@ -125,10 +110,10 @@ def test_oracle_agrees_with_every_demonstration_step(corpus_root):
     from blocks.corpus.loader import load_split
     from blocks.world.planner import Oracle, demonstration
 
-    oracle = Oracle("fewest_turns")
+    oracle = Oracle("astar")
     checked = 0
     for example in load_split("train", corpus_root, exclude_tune=True)[:300]:
-        demo = demonstration(example.task, "fewest_turns")
+        demo = demonstration(example.task, "astar")
         for k, action in enumerate(demo.actions):
             positions = example.task.start.copy()
             positions[demo.block] = demo.points[k]

@@ -25,7 +25,10 @@ def test_action_ids_and_directions():
     assert action_id(0, 0) == 0 and action_id(19, 3) == 79 and action_id(5, 4) == STOP == 80
     block, direction = split_actions(np.array([0, 5, 79, 80]))
     assert block.tolist() == [0, 1, 19, -1] and direction.tolist() == [0, 1, 3, 4]
-    assert describe_action(9) == "block 2 right" and describe_action(80) == "STOP"
+    # Named as the picture shows the block: digit boards number their blocks from 1, logo boards by brand.
+    assert describe_action(9) == "block 3 right" and describe_action(80) == "STOP"
+    assert describe_action(action_id(12, 3)) == "block 13 down"
+    assert describe_action(action_id(17, 0), "logo") == "Toyota left"
     board = [[0.0, 0.0]]
     for direction, delta in enumerate([(-STEP, 0), (STEP, 0), (0, STEP), (0, -STEP)]):
         new, failed = step_one(board, action_id(0, direction))

@@ -1,6 +1,6 @@
 """Following natural-language instructions in the Blocks world from raw images."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def set_torch_threads() -> None:
@@ -11,3 +11,12 @@ def set_torch_threads() -> None:
         import torch
 
         torch.set_num_threads(int(os.environ["BLOCKS_TORCH_THREADS"]))
+
+
+def _register_environment() -> None:
+    from blocks.gym import register
+
+    register()
+
+
+_register_environment()

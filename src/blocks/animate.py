@@ -16,7 +16,9 @@ import numpy as np
 from omegaconf import OmegaConf
 from PIL import Image
 
+from blocks.cli import user_errors
 from blocks.episode import Episode
+from blocks.errors import ConfigError
 
 DEFAULTS = {
     "agent": "policy", "ckpt_path": None, "split": "dev", "index": 0, "instruction": None, "out": None,
@@ -65,16 +67,16 @@ def main(argv: list[str]) -> Path:
     cfg = OmegaConf.merge(OmegaConf.create(DEFAULTS), OmegaConf.from_dotlist(argv))
     unknown = set(cfg) - set(DEFAULTS)
     if unknown:
-        raise SystemExit(f"unknown option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+        raise ConfigError(f"unknown option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     learned = {"policy": PolicyAgent, "goal": GoalSeekingAgent}
     agents = {**learned, "demonstrations": DemonstrationAgent, "random": RandomAgent, "stop": StopAgent}
     if cfg.agent not in agents:
-        raise SystemExit(f"unknown agent {cfg.agent!r}; choose one of {', '.join(agents)}")
+        raise ConfigError(f"unknown agent {cfg.agent!r}; choose one of {', '.join(agents)}")
     agent = learned[cfg.agent].from_checkpoint(cfg.ckpt_path) if cfg.agent in learned else agents[cfg.agent]()
     root = cfg.data_root or default_data_root()
     examples = load_split(cfg.split, root)
     if not 0 <= cfg.index < len(examples):
-        raise SystemExit(f"index {cfg.index} out of range: split {cfg.split} has {len(examples)} examples")
+        raise ConfigError(f"index={cfg.index} out of range: split {cfg.split} has {len(examples)} examples")
     example = examples[cfg.index]
     instruction = cfg.instruction or example.instruction
     renderer = Renderer(root, agent.image_size if cfg.agent in learned else 120)
@@ -86,4 +88,5 @@ def main(argv: list[str]) -> Path:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    with user_errors():
+        main(sys.argv[1:])

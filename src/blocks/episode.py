@@ -18,13 +18,15 @@ class Episode:
     """Frames ``(H, W, 3)`` from the start to the end, the actions taken, and the final figures."""
 
     instruction: str
+    decoration: str = "digit"  # how the blocks are labelled: "digit" or "logo"
     frames: list[np.ndarray] = field(default_factory=list)
     actions: list[int] = field(default_factory=list)
     error: float = float("nan")
     min_distance: float = float("nan")
 
     def describe(self) -> list[str]:
-        return [describe_action(a) for a in self.actions]
+        """Each action as the picture names its block: 'block 13 down', 'Toyota left', 'STOP'."""
+        return [describe_action(a, self.decoration) for a in self.actions]
 
 
 def run_episode(
@@ -34,7 +36,9 @@ def run_episode(
     env = VectorBlocksEnv(horizon=horizon, render_frames=renderer.render)
     observation, _ = env.reset([task])
     agent.begin([task], seed=0, instructions=[instruction])
-    episode = Episode(instruction, frames=[observation["image"][0].transpose(1, 2, 0).copy()])
+    episode = Episode(
+        instruction, task.decoration, frames=[observation["image"][0].transpose(1, 2, 0).copy()]
+    )
     while not env.all_done:
         action = agent.act(observation)
         observation, *_ = env.step(action)

@@ -1,4 +1,4 @@
-"""Run an agent over every example of a split and measure it (section 7 of docs/blocks-environment.md)."""
+"""Run an agent over every example of a split and measure it (section 7 of docs/environment.md)."""
 
 from __future__ import annotations
 

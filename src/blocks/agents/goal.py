@@ -19,6 +19,7 @@ import torch
 
 from blocks.agents.policy import PolicyAgent
 from blocks.corpus.text import Vocabulary
+from blocks.errors import ConfigError
 from blocks.model.policy import PolicyNetwork
 from blocks.world.geometry import BLOCK_SIDE, NUM_DIRECTIONS, STEP, STOP
 from blocks.world.task import Task
@@ -38,18 +39,15 @@ class GoalSeekingAgent(PolicyAgent):
         image_size: int = 120,
         stop_within: float = 0.5,
         device: str | torch.device | None = None,
-        mirror_views: Sequence[str] = ("none",),
     ):
-        super().__init__(
-            policy, vocabulary, frames, image_size, greedy=True, device=device, mirror_views=mirror_views
-        )
+        super().__init__(policy, vocabulary, frames, image_size, greedy=True, device=device)
         if not all(p.has_goal_head for p in self.policies):
-            raise ValueError(
+            raise ConfigError(
                 "agent=goal needs a network with a goal head: a checkpoint trained with network.goal_head=true "
                 "or network.goal_map=true"
             )
         if stop_within <= 0:
-            raise ValueError(f"agent.stop_within must be positive, got {stop_within}")
+            raise ConfigError(f"agent.stop_within must be positive, got {stop_within}")
         self.stop_within = stop_within
 
     def begin(

@@ -17,17 +17,14 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from blocks.errors import UsageError
+
 RELEASE_COMMIT = "798cba83f9151ca2a05817a485286131bf9dccca"
 RELEASE_BASE_URL = (
     f"https://raw.githubusercontent.com/clic-lab/blocks/{RELEASE_COMMIT}/BlockWorldSimulator/Assets"
 )
 
 SPLIT_FILES = {"train": "trainset.json", "dev": "devset.json", "test": "testset.json"}
-
-LOGO_BRANDS = (
-    "adidas", "bmw", "burgerking", "cocacola", "esso", "heineken", "hp", "mcdonalds", "mercedesbenz", "nvidia",
-    "pepsi", "shell", "sri", "starbucks", "stella", "target", "texaco", "toyota", "twitter", "ups",
-)  # fmt: skip
 
 SHA256 = {
     "trainset.json": "ac46032db6b51fb7241af3087927a6570feff4909f69e57b2f916120b5f749ab",
@@ -56,7 +53,7 @@ SHA256 = {
 }
 
 
-class CorpusError(RuntimeError):
+class CorpusError(UsageError, RuntimeError):
     """The corpus is missing, corrupt or malformed; the message says which file and what to do."""
 
 

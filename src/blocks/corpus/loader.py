@@ -1,4 +1,4 @@
-"""Load the splits of the Blocks corpus into examples (section 4 of docs/blocks-environment.md).
+"""Load the splits of the Blocks corpus into examples (section 4 of docs/environment.md).
 
 Only single-block-move notes (``type == "A0"``) are examples; every instruction string of such a note is one
 example with the note's start and finish frames. Anything malformed raises ``CorpusError`` naming the file and
@@ -8,7 +8,7 @@ the episode, so that a damaged file is never half-read.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,16 +36,6 @@ class Example:
     @property
     def decoration(self) -> str:
         return self.task.decoration
-
-    def variant(self, tag: str, instruction: str, task: Task) -> Example:
-        """A transformed copy (mirrored, relabelled) with its own instruction and task; its uid ends in ``#tag``."""
-        return replace(
-            self,
-            uid=f"{self.uid}#{tag}",
-            instruction=instruction,
-            tokens=tuple(tokenize(instruction)),
-            task=task,
-        )
 
 
 def parse_episodes(raw: object, source: str) -> list[list[Example]]:

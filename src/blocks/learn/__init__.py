@@ -1,9 +1,10 @@
 """Learners (LightningModules) and their data streams (LightningDataModules)."""
 
 from blocks.learn.bandit import BanditLearner
-from blocks.learn.base import PolicyLearner, load_learner
+from blocks.learn.base import PolicyLearner
 from blocks.learn.data import DemonstrationDataModule, RolloutDataModule
 from blocks.learn.distill import DistillationLearner
+from blocks.learn.load import load_learner
 from blocks.learn.on_policy import RolloutLearner
 from blocks.learn.oracle import OracleLearner
 from blocks.learn.supervised import SupervisedLearner

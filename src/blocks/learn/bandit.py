@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from blocks.errors import ConfigError
 from blocks.learn.on_policy import RolloutLearner
 from blocks.learn.rollout import Rollout
 from blocks.model.distribution import FactoredActionDistribution
@@ -28,17 +29,17 @@ class BanditLearner(RolloutLearner):
         vocabulary: list[str],
         network: dict[str, Any] | None = None,
         lr: float = 5e-5,
-        entropy_coef: float = 0.1,
-        return_to_go: bool = False,
+        goal_loss_weight: float = 1.0,
         gradient_clip: float | None = 5.0,
         init_checkpoint: str | None = None,
         reset_direction_head: bool = True,
-        **extra: Any,
+        entropy_coef: float = 0.1,
+        return_to_go: bool = False,
     ):
         if entropy_coef < 0:
-            raise ValueError(f"model.entropy_coef must be >= 0, got {entropy_coef}")
-        super().__init__(vocabulary, network, lr, gradient_clip, init_checkpoint, reset_direction_head,
-                         entropy_coef=entropy_coef, return_to_go=return_to_go, **extra)  # fmt: skip
+            raise ConfigError(f"model.entropy_coef must be >= 0, got {entropy_coef}")
+        super().__init__(vocabulary, network, lr, goal_loss_weight, gradient_clip, init_checkpoint,
+                         reset_direction_head)  # fmt: skip
 
     def objective(
         self,

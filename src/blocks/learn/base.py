@@ -16,7 +16,9 @@ from torchmetrics import CatMetric
 
 from blocks.agents.goal import GoalSeekingAgent
 from blocks.agents.policy import PolicyAgent
+from blocks.errors import ConfigError
 from blocks.evaluate import run_episodes
+from blocks.model.checkpoint import network_options
 from blocks.model.policy import PolicyNetwork
 
 
@@ -31,18 +33,17 @@ class PolicyLearner(pl.LightningModule):
         network: dict[str, Any] | None = None,
         lr: float = 1e-3,
         goal_loss_weight: float = 1.0,
-        **extra: Any,
     ):
         super().__init__()
         if lr <= 0:
-            raise ValueError(f"model.lr must be positive, got {lr}")
+            raise ConfigError(f"model.lr must be positive, got {lr}")
         if goal_loss_weight < 0:
-            raise ValueError(f"model.goal_loss_weight must be >= 0, got {goal_loss_weight}")
+            raise ConfigError(f"model.goal_loss_weight must be >= 0, got {goal_loss_weight}")
         # Used only with network.goal_head=true: the auxiliary goal regression's share of the loss.
         self.goal_loss_weight = goal_loss_weight
         # Everything needed to rebuild the network is saved, so load_from_checkpoint(path) needs no arguments.
         self.save_hyperparameters()
-        self.hparams["network"] = dict(network or {})
+        self.hparams["network"] = network_options(network)
         self.hparams["kind"] = self.kind
         self.policy = PolicyNetwork(vocab_size=len(vocabulary), **self.hparams.network)
         self.val_errors = CatMetric()
@@ -115,18 +116,3 @@ class PolicyLearner(pl.LightningModule):
         self.log("val_error", figures["val/mean_error"], prog_bar=True, logger=False, sync_dist=True)
         for metric in (self.val_errors, self.val_min_distances, self.val_steps, self.val_horizon):
             metric.reset()
-
-
-def load_learner(path: str, map_location: str | torch.device = "cpu") -> PolicyLearner:
-    """Any learner's checkpoint, whatever its kind, with one call; in eval mode (no dropout), ready to act."""
-    from blocks.learn.bandit import BanditLearner
-    from blocks.learn.distill import DistillationLearner
-    from blocks.learn.oracle import OracleLearner
-    from blocks.learn.supervised import SupervisedLearner
-
-    checkpoint = torch.load(path, map_location=map_location, weights_only=False)
-    kinds = {cls.kind: cls for cls in (SupervisedLearner, BanditLearner, OracleLearner, DistillationLearner)}
-    kind = checkpoint.get("hyper_parameters", {}).get("kind")
-    if kind not in kinds:
-        raise ValueError(f"{path} is not a blocks learner checkpoint (kind {kind!r})")
-    return kinds[kind].load_from_checkpoint(path, map_location=map_location).eval()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from functools import cached_property, partial
+from functools import cached_property
 
 import numpy as np
 import pytorch_lightning as pl
@@ -18,13 +18,11 @@ import torch.distributed as dist
 from pytorch_lightning.trainer.states import TrainerFn
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from blocks.agents.policy import pad_token_ids
 from blocks.corpus.loader import Example, load_split
-from blocks.corpus.mirror import check_mirrors, with_mirrors
-from blocks.corpus.relabel import digit_words, with_relabels
 from blocks.corpus.text import Vocabulary
+from blocks.errors import ConfigError
 from blocks.learn.rollout import RolloutChunk, collect_rollout, split_update
-from blocks.model.policy import PolicyNetwork, goal_targets
+from blocks.model.policy import PolicyNetwork, goal_targets, pad_token_ids
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
 from blocks.world.planner import Demonstration, Oracle, check_route, demonstration
@@ -53,16 +51,13 @@ class BlocksDataModule(pl.LightningDataModule):
         val_batch_size: int = 128,
         seed: int = 0,
         demonstration_route: str = "astar",
-        mirrors: Sequence[str] = ("none",),
-        relabelled_copies: int = 0,
+        demonstration_fraction: float = 1.0,
     ):
         super().__init__()
-        self.mirrors = check_mirrors(mirrors)
-        if relabelled_copies < 0:
-            raise ValueError(f"data.relabelled_copies must be 0 or more, got {relabelled_copies}")
-        self.relabelled_copies = relabelled_copies
+        if not 0.0 < demonstration_fraction <= 1.0:
+            raise ConfigError(f"data.demonstration_fraction must lie in (0, 1], got {demonstration_fraction}")
+        self.demonstration_fraction = demonstration_fraction
         self.demonstration_route = check_route(demonstration_route, "data.demonstration_route")
-        self.demonstrations = partial(demonstration, route=demonstration_route)
         self.root = root
         self.image_size = image_size
         self.frames = frames
@@ -78,16 +73,33 @@ class BlocksDataModule(pl.LightningDataModule):
 
     @cached_property
     def train_examples(self) -> list[Example]:
-        """The training examples (``max_train_examples`` of them, if set), each in every one of ``mirrors``, then
-        ``relabelled_copies`` copies of those with the blocks' logos or digits permuted."""
-        everything = examples = load_split("train", self.root, exclude_tune=True)
+        """The training examples (``max_train_examples`` of them, if set)."""
+        examples = load_split("train", self.root, exclude_tune=True)
         if self.max_train_examples is not None:
             order = np.random.default_rng(self.seed).permutation(len(examples))[: self.max_train_examples]
             examples = [examples[i] for i in sorted(order)]
-        examples = with_mirrors(examples, self.mirrors)
-        if not self.relabelled_copies:
-            return examples
-        return with_relabels(examples, self.relabelled_copies, self.seed, digit_words(everything))
+        return examples
+
+    @cached_property
+    def demonstrated_examples(self) -> list[Example]:
+        """The training examples that carry a demonstration: all of them, or a ``demonstration_fraction`` share
+        drawn with the seed (the paper's Figure 4); the others give only their goal."""
+        examples = self.train_examples
+        keep = round(self.demonstration_fraction * len(examples))
+        if keep == 0:
+            raise ConfigError("data.demonstration_fraction leaves no demonstrations to learn from")
+        chosen = np.sort(np.random.default_rng(self.seed).permutation(len(examples))[:keep])
+        return [examples[i] for i in chosen]
+
+    @cached_property
+    def _demonstrated_keys(self) -> set[bytes]:
+        return {x.task.key() for x in self.demonstrated_examples}
+
+    def demonstrations(self, task: Task) -> Demonstration | None:
+        """The demonstration of ``task`` along the configured route; None for a task kept without one."""
+        if self.demonstration_fraction < 1.0 and task.key() not in self._demonstrated_keys:
+            return None
+        return demonstration(task, route=self.demonstration_route)
 
     @cached_property
     def val_examples(self) -> list[Example]:
@@ -187,21 +199,13 @@ class DemonstrationSteps(Dataset):
 class DemonstrationDataModule(BlocksDataModule):
     """Shuffled mini-batches of demonstration pairs (Lightning shards them under DDP with its sampler)."""
 
-    def __init__(self, batch_size: int = 32, demonstration_fraction: float = 1.0, **kwargs):
+    def __init__(self, batch_size: int = 32, **kwargs):
         super().__init__(**kwargs)
-        if not 0.0 <= demonstration_fraction <= 1.0:
-            raise ValueError(f"data.demonstration_fraction must lie in [0, 1], got {demonstration_fraction}")
         self.batch_size = batch_size
-        self.demonstration_fraction = demonstration_fraction
 
     @cached_property
     def steps(self) -> DemonstrationSteps:
-        examples = self.train_examples
-        keep = round(self.demonstration_fraction * len(examples))
-        if keep == 0:
-            raise ValueError("data.demonstration_fraction leaves no demonstrations to learn from")
-        chosen = np.sort(np.random.default_rng(self.seed).permutation(len(examples))[:keep])
-        examples = [examples[i] for i in chosen]
+        examples = self.demonstrated_examples
         return DemonstrationSteps(
             examples, self.token_ids(examples), self.renderer, self.frames, self.demonstrations
         )
@@ -244,13 +248,13 @@ class RolloutStream(IterableDataset):
         chunks_per_update: int = 1,
         frames: int = 5,
         seed: int = 0,
-        demonstrations: Callable[[Task], Demonstration] = demonstration,
+        demonstrations: Callable[[Task], Demonstration | None] = demonstration,
         oracle: Oracle | None = None,
     ):
         if episodes_per_update < 1 or rollouts_per_batch % episodes_per_update:
-            raise ValueError("data.batch_size must be a positive multiple of data.episodes_per_update")
+            raise ConfigError("data.batch_size must be a positive multiple of data.episodes_per_update")
         if not 1 <= chunks_per_update <= episodes_per_update:
-            raise ValueError("data.chunks_per_update must lie in [1, data.episodes_per_update]")
+            raise ConfigError("data.chunks_per_update must lie in [1, data.episodes_per_update]")
         self.examples = examples
         self.token_ids = token_ids
         self.env = VectorBlocksEnv(

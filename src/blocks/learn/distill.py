@@ -19,8 +19,11 @@ from typing import Any
 import torch
 from torch.distributions import kl_divergence
 
+from blocks.corpus.text import Vocabulary
+from blocks.errors import ConfigError
 from blocks.learn.oracle import OracleLearner
 from blocks.learn.rollout import Rollout, gather_stacks
+from blocks.model.checkpoint import read_checkpoint
 from blocks.model.distribution import FactoredActionDistribution
 from blocks.model.policy import PolicyNetwork
 
@@ -32,20 +35,25 @@ class DistillationLearner(OracleLearner):
         self,
         vocabulary: list[str],
         network: dict[str, Any] | None = None,
+        lr: float = 1e-3,
+        goal_loss_weight: float = 1.0,
+        gradient_clip: float | None = 5.0,
+        init_checkpoint: str | None = None,
+        reset_direction_head: bool = False,
+        oracle_rollin: float = 0.0,
+        stop_radius: int = 0,
         teachers: Sequence[str] = (),
         distill_weight: float = 1.0,
-        **options: Any,
     ):
-        """``options`` are :class:`OracleLearner`'s (lr, oracle_rollin, ...)."""
         if not teachers or isinstance(teachers, str):
-            raise ValueError(
+            raise ConfigError(
                 "model=distill needs a list of teacher checkpoints: model.teachers=[a.ckpt,b.ckpt]"
             )
         if distill_weight < 0:
-            raise ValueError(f"model.distill_weight must be >= 0, got {distill_weight}")
-        super().__init__(
-            vocabulary, network, teachers=list(teachers), distill_weight=distill_weight, **options
-        )
+            raise ConfigError(f"model.distill_weight must be >= 0, got {distill_weight}")
+        super().__init__(vocabulary, network, lr, goal_loss_weight, gradient_clip, init_checkpoint,
+                         reset_direction_head, oracle_rollin, stop_radius)  # fmt: skip
+        self.hparams["teachers"] = list(teachers)
         # A plain list, not a ModuleList: the teachers stay out of the state dict, the optimizer and DDP.
         self.teachers: list[PolicyNetwork] = []
         self.teacher_token_ids: list[torch.Tensor] = []  # this network's token id -> each teacher's
@@ -56,25 +64,20 @@ class DistillationLearner(OracleLearner):
 
     def load_teachers(self) -> None:
         """Load the frozen teachers on this module's device (once), checking that they read the same inputs."""
-        from blocks.agents.policy import checkpoint_paths
-        from blocks.corpus.text import Vocabulary
-        from blocks.learn.base import load_learner
-
         if self.teachers:
             return
         own, words = self.hparams.network, Vocabulary(self.hparams.vocabulary).words
-        for path in checkpoint_paths(list(self.hparams.teachers)):
-            teacher = load_learner(path, map_location=self.device)
-            theirs = teacher.hparams.network
+        for path in self.hparams.teachers:
+            teacher = read_checkpoint(path, map_location=self.device)
             for key, default in (("frames", 5), ("image_size", 120)):
-                if theirs.get(key, default) != own.get(key, default):
-                    raise ValueError(
-                        f"teacher {path} reads network.{key}={theirs.get(key, default)}, this network "
+                if teacher.network.get(key, default) != own.get(key, default):
+                    raise ConfigError(
+                        f"teacher {path} reads network.{key}={teacher.network.get(key, default)}, this network "
                         f"{own.get(key, default)}: a teacher must see the same pictures"
                     )
-            vocabulary = Vocabulary(teacher.hparams.vocabulary)
+            vocabulary = Vocabulary(teacher.vocabulary)
             ids = [vocabulary.index.get(word, vocabulary.unk_id) for word in words]
-            self.teachers.append(teacher.policy.requires_grad_(False))
+            self.teachers.append(teacher.build().to(self.device).requires_grad_(False))
             self.teacher_token_ids.append(torch.tensor(ids, device=self.device))
 
     @torch.no_grad()

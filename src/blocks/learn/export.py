@@ -3,7 +3,7 @@
     python -m blocks.learn.export logs/train/runs/<run>/checkpoints/epoch_012.ckpt checkpoints/bandit.ckpt
     python -m blocks.learn.export --best logs/train/runs/<run> checkpoints/bandit.ckpt   # the tune-best one
 
-The result still loads with ``load_learner(path)``, ``<Learner>.load_from_checkpoint(path)`` and
+The result still loads with ``blocks.model.checkpoint.load_policy(path)``, ``load_learner(path)`` and
 ``python eval.py agent=policy ckpt_path=path``; it cannot resume training (no optimizer state).
 """
 
@@ -13,6 +13,8 @@ import argparse
 from pathlib import Path
 
 import torch
+
+from blocks.errors import CheckpointError
 
 KEPT = ("state_dict", "hyper_parameters", "pytorch-lightning_version", "epoch", "global_step", "frames_seen")
 
@@ -38,17 +40,17 @@ def validations(run: str | Path) -> list[tuple[Path, float]]:
     folder = Path(run) / "checkpoints"
     lasts = sorted(folder.glob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
     if not lasts:
-        raise FileNotFoundError(f"{folder}: no last.ckpt, so no record of the validations")
+        raise CheckpointError(f"{folder}: no last.ckpt, so no record of the validations")
     callbacks = torch.load(lasts[-1], map_location="cpu", weights_only=False).get("callbacks", {})
     scores: dict[str, float] = {}
     for name, state in callbacks.items():
         if name.startswith("ModelCheckpoint"):
             scores.update({Path(p).name: float(s) for p, s in state.get("best_k_models", {}).items()})
     if not scores:
-        raise ValueError(f"{lasts[-1]} records no scored checkpoint (did the run validate?)")
+        raise CheckpointError(f"{lasts[-1]} records no scored checkpoint (did the run validate?)")
     found = [(folder / name, score) for name, score in sorted(scores.items()) if (folder / name).is_file()]
     if not found:
-        raise FileNotFoundError(f"{folder}: none of the validated checkpoints {sorted(scores)} is there")
+        raise CheckpointError(f"{folder}: none of the validated checkpoints {sorted(scores)} is there")
     return found
 
 

@@ -12,8 +12,10 @@ from typing import Any
 
 import torch
 
+from blocks.errors import ConfigError
 from blocks.learn.base import PolicyLearner
 from blocks.learn.rollout import Rollout, RolloutChunk, gather_stacks
+from blocks.model.checkpoint import read_checkpoint
 from blocks.model.distribution import FactoredActionDistribution
 
 
@@ -25,13 +27,12 @@ class RolloutLearner(PolicyLearner):
         vocabulary: list[str],
         network: dict[str, Any] | None = None,
         lr: float = 5e-5,
+        goal_loss_weight: float = 1.0,
         gradient_clip: float | None = 5.0,
         init_checkpoint: str | None = None,
         reset_direction_head: bool = True,
-        **extra: Any,
     ):
-        super().__init__(vocabulary, network, lr, gradient_clip=gradient_clip, init_checkpoint=init_checkpoint,
-                         reset_direction_head=reset_direction_head, **extra)  # fmt: skip
+        super().__init__(vocabulary, network, lr, goal_loss_weight)
         self.automatic_optimization = False  # one Adam step per update, after its chunks
         self.frames_seen = 0
         if init_checkpoint:
@@ -43,21 +44,16 @@ class RolloutLearner(PolicyLearner):
 
     def initialise_from(self, path: str, reset_direction_head: bool) -> None:
         """Start from another learner's policy (the supervised model), optionally with a fresh direction layer."""
-        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
-        state = checkpoint["state_dict"]
-        policy_state = {k.removeprefix("policy."): v for k, v in state.items() if k.startswith("policy.")}
+        start = read_checkpoint(path)
         try:
-            self.policy.load_state_dict(policy_state)
+            self.policy.load_state_dict(start.policy_state)
         except RuntimeError as error:
-            theirs = checkpoint.get("hyper_parameters", {}).get("network", {})
-            differ = {
-                f"network.{k}": (theirs[k], v)
-                for k, v in self.hparams.network.items()
-                if theirs.get(k, v) != v
-            }
-            raise ValueError(
-                f"model.init_checkpoint={path} holds another network than the configured one (checkpoint, config: "
-                f"{differ or 'see below'}); set the same network options as the run that trained it"
+            ours = self.hparams.network
+            differ = {f"network.{k}": (start.network.get(k), ours.get(k)) for k in {*start.network, *ours}
+                      if start.network.get(k) != ours.get(k)}  # fmt: skip
+            raise ConfigError(
+                f"model.init_checkpoint={path} holds another network than the configured one (checkpoint, "
+                f"config: {differ}); set the same network options as the run that trained it"
             ) from error
         if reset_direction_head:
             self.policy.reset_direction_head()
@@ -66,7 +62,7 @@ class RolloutLearner(PolicyLearner):
         datamodule = getattr(self.trainer, "datamodule", None)
         if datamodule is not None:
             if not hasattr(datamodule, "attach_policy"):
-                raise TypeError(f"model={self.kind} learns from on-policy rollouts: use data=rollouts")
+                raise ConfigError(f"model={self.kind} learns from on-policy rollouts: use data=rollouts")
             datamodule.attach_policy(self.policy, **self.rollout_options())
 
     def rollout_options(self) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from blocks.errors import ConfigError
 from blocks.learn.on_policy import RolloutLearner
 from blocks.learn.rollout import Rollout
 from blocks.model.distribution import FactoredActionDistribution
@@ -35,26 +36,25 @@ class OracleLearner(RolloutLearner):
         vocabulary: list[str],
         network: dict[str, Any] | None = None,
         lr: float = 1e-3,
+        goal_loss_weight: float = 1.0,
         gradient_clip: float | None = 5.0,
         init_checkpoint: str | None = None,
         reset_direction_head: bool = False,
         oracle_rollin: float = 0.0,
         stop_radius: int = 0,
-        entropy_coef: float | None = None,
-        return_to_go: bool | None = None,
-        **extra: Any,
     ):
-        """``entropy_coef`` and ``return_to_go`` come with the bandit's config, which this one extends; unused."""
         if not 0.0 <= oracle_rollin <= 1.0:
-            raise ValueError(f"model.oracle_rollin must lie in [0, 1], got {oracle_rollin}")
-        super().__init__(vocabulary, network, lr, gradient_clip, init_checkpoint, reset_direction_head,
-                         oracle_rollin=oracle_rollin, stop_radius=stop_radius, **extra)  # fmt: skip
+            raise ConfigError(f"model.oracle_rollin must lie in [0, 1], got {oracle_rollin}")
+        if stop_radius < 0:
+            raise ConfigError(f"model.stop_radius must be >= 0, got {stop_radius}")
+        super().__init__(vocabulary, network, lr, goal_loss_weight, gradient_clip, init_checkpoint,
+                         reset_direction_head)  # fmt: skip
 
     def rollout_options(self) -> dict[str, Any]:
         return {
             "oracle": True,
             "oracle_rollin": self.hparams.oracle_rollin,
-            "stop_radius": self.hparams.get("stop_radius", 0),
+            "stop_radius": self.hparams.stop_radius,
         }
 
     def objective(

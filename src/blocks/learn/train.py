@@ -1,7 +1,8 @@
-"""What ``train.py`` does: compose the objects a config names, pretrain if the bandit needs it, fit."""
+"""What ``train.py`` does: check the config, compose the objects it names, pretrain if asked, fit, evaluate."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,9 @@ import pytorch_lightning as pl
 from omegaconf import DictConfig, OmegaConf
 
 from blocks import set_torch_threads
+from blocks.cli import check_keys
+from blocks.errors import CheckpointError, ConfigError
+from blocks.model.checkpoint import network_options
 
 log = logging.getLogger(__name__)
 
@@ -19,14 +23,25 @@ def _instantiate_all(group: DictConfig | None) -> list[Any]:
     return [hydra.utils.instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]
 
 
-def _check(cfg: DictConfig) -> None:
+def _choice(group: str) -> str | None:
+    """The option picked for a config group (``model=bandit`` -> ``bandit``), when Hydra composed the config."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return HydraConfig.get().runtime.choices.get(group) if HydraConfig.initialized() else None
+
+
+def check_config(cfg: DictConfig) -> None:
     """Fail fast, naming the key, before anything slow starts."""
-    lr = OmegaConf.select(cfg, "model.lr")
-    if lr is None or lr <= 0:
-        raise ValueError(f"model.lr must be a positive number, got {lr}")
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
-        raise ValueError(f"{', '.join(missing)}: required, no value given (see the config's comment)")
+        raise ConfigError(f"{', '.join(missing)}: required, no value given (see the config's comment)")
+    for key in cfg.get("requires") or []:  # an experiment's stage needs the one before it
+        if OmegaConf.select(cfg, key) in (None, ""):
+            experiment = _choice("experiment") or "this experiment"
+            raise ConfigError(f"{key}: required by experiment={experiment}, no value given (see its comment)")
+    check_keys(cfg.model, "model", _choice("model"), given=("vocabulary",))
+    check_keys(cfg.data, "data", _choice("data"))
+    network_options(OmegaConf.to_container(cfg.model.network, resolve=True), source="config")
     teachers = OmegaConf.select(cfg, "model.teachers") or []
     for key, path in [
         ("ckpt_path", cfg.get("ckpt_path")),
@@ -34,41 +49,48 @@ def _check(cfg: DictConfig) -> None:
         *(("model.teachers", t) for t in teachers),
     ]:
         if path and not Path(path).is_file():
-            raise FileNotFoundError(f"{key}={path}: no such checkpoint file")
+            raise CheckpointError(f"{key}={path}: no such checkpoint file")
 
 
-def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
-    """The bandit's supervised initialisation: ``pretrain.epochs`` of SUPERVISED, saved under ``pretrain/``."""
+def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Trainer, Any]:
+    """The supervised initialisation of a rollout learner, as (model, data, trainer, checkpoint callback):
+    ``pretrain.epochs`` of SUPERVISED on the demonstrated training examples (``data.demonstration_fraction``),
+    clipped at ``pretrain.gradient_clip``, saved under ``pretrain/`` of the run."""
     from blocks.learn.data import DemonstrationDataModule
     from blocks.learn.supervised import SupervisedLearner
 
     out = Path(cfg.paths.output_dir) / "pretrain"
-    data = DemonstrationDataModule(
-        root=cfg.data.root,
-        image_size=cfg.data.image_size,
-        frames=cfg.data.frames,
-        batch_size=cfg.pretrain.batch_size,
-        max_train_examples=cfg.data.max_train_examples,
-        max_val_examples=cfg.data.max_val_examples,
-        val_batch_size=cfg.data.val_batch_size,
-        seed=cfg.seed,
-        demonstration_route=cfg.data.demonstration_route,
-        mirrors=cfg.data.mirrors,
-        relabelled_copies=cfg.data.relabelled_copies,
-    )
+    shared = ("root", "image_size", "frames", "max_train_examples", "max_val_examples", "val_batch_size", "seed",
+              "demonstration_route", "demonstration_fraction")  # fmt: skip
+    data = DemonstrationDataModule(batch_size=cfg.pretrain.batch_size, **{k: cfg.data[k] for k in shared})
     model = SupervisedLearner(
-        vocabulary, OmegaConf.to_container(cfg.model.network, resolve=True), lr=cfg.pretrain.lr
+        vocabulary,
+        OmegaConf.to_container(cfg.model.network, resolve=True),
+        lr=cfg.pretrain.lr,
+        goal_loss_weight=cfg.model.goal_loss_weight,
     )
     trainer_cfg = OmegaConf.merge(
-        cfg.trainer, {"max_epochs": cfg.pretrain.epochs, "default_root_dir": str(out)}
+        cfg.trainer,
+        {
+            "max_epochs": cfg.pretrain.epochs,
+            "default_root_dir": str(out),
+            "gradient_clip_val": cfg.pretrain.gradient_clip,
+            "check_val_every_n_epoch": cfg.pretrain.epochs,
+        },
     )
     checkpoint = pl.callbacks.ModelCheckpoint(
         dirpath=out / "checkpoints", filename="pretrain", save_last=False
     )
     trainer = hydra.utils.instantiate(
         trainer_cfg, callbacks=[checkpoint, pl.callbacks.TQDMProgressBar(refresh_rate=10)],
-        logger=pl.loggers.CSVLogger(str(out), name="csv"), check_val_every_n_epoch=cfg.pretrain.epochs,
+        logger=pl.loggers.CSVLogger(str(out), name="csv"),
     )  # fmt: skip
+    return model, data, trainer, checkpoint
+
+
+def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
+    """Run :func:`pretraining`; the path of the checkpoint it wrote."""
+    model, data, trainer, checkpoint = pretraining(cfg, vocabulary)
     log.info("supervised initialisation: %d epochs", cfg.pretrain.epochs)
     trainer.fit(model, data)
     trainer.strategy.barrier()
@@ -77,17 +99,49 @@ def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
     return checkpoint.best_model_path
 
 
+def final_evaluation(
+    cfg: DictConfig, trainer: pl.Trainer, model: pl.LightningModule
+) -> dict[str, Any] | None:
+    """Evaluate the checkpoint the tuning split selected on ``final_eval.split`` (dev by default) and print
+    its row beside the paper's; also written to ``final_eval.json`` and ``episodes.csv`` in the run folder."""
+    from blocks.agents.policy import PolicyAgent
+    from blocks.corpus.loader import load_split
+    from blocks.evaluate import run_episodes, write_episodes
+    from blocks.paper import comparison_row
+    from blocks.render.renderer import Renderer
+    from blocks.world.metrics import summarize
+
+    split = OmegaConf.select(cfg, "final_eval.split")
+    if not split or not trainer.is_global_zero:
+        return None
+    selected = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
+    agent = PolicyAgent.from_checkpoint(selected) if selected else model.agent()
+    examples = load_split(split, cfg.data.root)
+    if cfg.final_eval.limit is not None:
+        examples = examples[: cfg.final_eval.limit]
+    renderer = Renderer(cfg.data.root, agent.image_size)
+    results = run_episodes(agent, examples, render_frames=renderer.render, progress=True)
+    name = _choice("model") or model.kind
+    record = {"split": split, "checkpoint": selected or "(last weights)", "model": name, **summarize(results)}
+    output = Path(cfg.paths.output_dir)
+    (output / "final_eval.json").write_text(json.dumps(record, indent=2) + "\n")
+    write_episodes(output / "episodes.csv", examples, results)
+    print(f"\n{split} figures of {record['checkpoint']} (selected on the tuning split):", flush=True)
+    print(comparison_row(name, record), flush=True)
+    return record
+
+
 def train(cfg: DictConfig) -> dict[str, float]:
-    """Fit the configured learner; returns the last logged metrics."""
-    _check(cfg)
+    """Fit the configured learner, then evaluate its selected checkpoint; returns the last logged metrics."""
+    check_config(cfg)
     set_torch_threads()
     pl.seed_everything(cfg.seed, workers=True)
 
     datamodule = hydra.utils.instantiate(cfg.data)
     vocabulary = datamodule.vocabulary.to_list()
     extra: dict[str, Any] = {}
-    is_bandit = "init_checkpoint" in cfg.model
-    if is_bandit and not cfg.model.init_checkpoint and not cfg.ckpt_path and cfg.pretrain.epochs > 0:
+    is_rollout_learner = "init_checkpoint" in cfg.model
+    if is_rollout_learner and not cfg.model.init_checkpoint and not cfg.ckpt_path and cfg.pretrain.epochs > 0:
         extra["init_checkpoint"] = pretrain_supervised(cfg, vocabulary)
         pl.seed_everything(cfg.seed, workers=True)
     model = hydra.utils.instantiate(cfg.model, vocabulary=vocabulary, **extra, _convert_="all")
@@ -100,4 +154,5 @@ def train(cfg: DictConfig) -> dict[str, float]:
     trainer.fit(model, datamodule, ckpt_path=cfg.ckpt_path)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     log.info("final metrics: %s", metrics)
+    final_evaluation(cfg, trainer, model)
     return metrics

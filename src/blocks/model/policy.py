@@ -1,21 +1,20 @@
-"""The paper's policy network (section 4 and appendix B; section 9 of docs/blocks-environment.md).
+"""The paper's policy network (section 4 and appendix B; section 9 of docs/environment.md).
 
 Image stack (15 x 120 x 120) -> CNN -> 200; instruction -> word embeddings 150 -> LSTM 250 -> mean of hidden
 states; previous action -> block (32) + direction (24) embeddings, NONE at the first step. The concatenation
 (506) -> 120 + ReLU -> block logits (20) and direction logits (5). The instruction is encoded once per episode.
 
-Two options that are not in the paper (defaults off): ``fusion="film"`` lets the instruction scale and shift every
-convolution's feature maps (FiLM, Perez et al. 2018), so the words choose what the CNN keeps of the picture
-before it is squeezed to 200 numbers; ``coordinates=True`` appends x and y coordinate planes to the image stack
-(CoordConv), so positions need not be inferred from padding. A third, ``goal_head=True``, adds a linear layer
-that regresses the moved block's goal from the hidden layer, trained as an auxiliary loss; ``goal_map=True``
-reads the same four numbers off instruction-modulated maps of the current frame instead (``blocks.model.goal_map``).
-The action heads never read either; the goal agent (``blocks.agents.goal``) acts on them.
+Ours, off by default: ``goal_head=True`` adds a linear layer that regresses the moved block's goal from the
+hidden layer, trained as an auxiliary loss; ``goal_map=True`` reads the same four numbers off
+instruction-modulated maps of the current frame instead (``blocks.model.goal_map``). The action heads never read
+either; the goal agent (``blocks.agents.goal``) acts on them. Options that measured no gain (FiLM fusion,
+dropout, coordinate planes) left the network: docs/experiments/network-options.md.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -35,6 +34,15 @@ def goal_targets(goal: np.ndarray, position: np.ndarray) -> np.ndarray:
     return (np.concatenate([goal, goal - position], axis=1) / BLOCK_SIDE).astype(np.float32)
 
 
+def pad_token_ids(ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The network's text input: token ids padded with 0 to ``(B, T)`` and the lengths ``(B,)`` (at least 1)."""
+    lengths = torch.tensor([max(len(x), 1) for x in ids])
+    tokens = torch.zeros(len(ids), int(lengths.max()), dtype=torch.long)
+    for i, x in enumerate(ids):
+        tokens[i, : len(x)] = torch.as_tensor(x, dtype=torch.long)
+    return tokens, lengths
+
+
 def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int, int]:
     """(output size, pad before, pad after) of TensorFlow's SAME padding along one axis."""
     out = math.ceil(size / stride)
@@ -42,30 +50,11 @@ def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int, int]:
     return out, total // 2, total - total // 2
 
 
-FUSIONS = ("concat", "film")
-
-
 class ImageEncoder(nn.Module):
     """Three convolutions with SAME padding (8/4, 8/4, 4/2; 32 filters, ReLU) and a linear map to ``out_dim``."""
 
-    layers = 3
-
-    def __init__(
-        self,
-        in_channels: int,
-        image_size: int,
-        channels: int = 32,
-        out_dim: int = 200,
-        coordinates: bool = False,
-    ):
+    def __init__(self, in_channels: int, image_size: int, channels: int = 32, out_dim: int = 200):
         super().__init__()
-        self.channels = channels
-        self.coordinates = coordinates
-        if coordinates:
-            axis = torch.linspace(-1.0, 1.0, image_size)
-            planes = torch.stack([axis[None, :].expand(image_size, -1), axis[:, None].expand(-1, image_size)])
-            self.register_buffer("coordinate_planes", planes[None], persistent=False)
-            in_channels += 2
         layers, self.pads, size = [], [], image_size
         for kernel, stride in ((8, 4), (8, 4), (4, 2)):
             size, before, after = same_padding(size, kernel, stride)
@@ -80,33 +69,11 @@ class ImageEncoder(nn.Module):
         self.convs = nn.ModuleList(layers).to(memory_format=torch.channels_last)
         self.project = nn.Linear(channels * size * size, out_dim)
 
-    def forward(self, x: torch.Tensor, film: torch.Tensor | None = None) -> torch.Tensor:
-        """``film``: optional ``(B, layers * 2 * channels)`` scales and shifts; a layer computes
-        ``relu((1 + scale) * conv(x) + shift)``, so zeros leave the paper's encoder unchanged."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous(memory_format=torch.channels_last)
-        modulations = (
-            (None,) * self.layers if film is None else film.view(-1, self.layers, 2, self.channels).unbind(1)
-        )
-        for layer, (pad, conv, modulation) in enumerate(zip(self.pads, self.convs, modulations, strict=True)):
-            x = conv(x if pad is None else F.pad(x, pad)) if layer or not self.coordinates else self.first(x)
-            if modulation is not None:
-                scale, shift = modulation[:, 0, :, None, None], modulation[:, 1, :, None, None]
-                x = torch.addcmul(shift, x, 1.0 + scale)
-            x = F.relu(x)
+        for pad, conv in zip(self.pads, self.convs, strict=True):
+            x = F.relu(conv(x if pad is None else F.pad(x, pad)))
         return self.project(x.contiguous().flatten(1))
-
-    def first(self, x: torch.Tensor) -> torch.Tensor:
-        """The first convolution over the stack with the coordinate planes appended, without appending them: the
-        planes are the same for every stack, so their share is convolved once and broadcast over the batch
-        (appending two channels copied the whole batch and made forward and backward about 35 % slower)."""
-        conv, pad = self.convs[0], self.pads[0]
-        planes = self.coordinate_planes.to(x.dtype)
-        if pad is not None:
-            x, planes = F.pad(x, pad), F.pad(planes, pad)
-        image_weight, plane_weight = conv.weight[:, :-2], conv.weight[:, -2:]
-        return F.conv2d(x, image_weight, conv.bias, conv.stride, conv.padding) + F.conv2d(
-            planes, plane_weight, None, conv.stride, conv.padding
-        )
 
 
 def standardize(images: torch.Tensor) -> torch.Tensor:
@@ -142,24 +109,15 @@ class PolicyNetwork(nn.Module):
         direction_embedding_dim: int = 24,
         hidden_dim: int = 120,
         use_previous_action: bool = True,
-        dropout: float = 0.0,
-        fusion: str = "concat",
-        coordinates: bool = False,
         goal_head: bool = False,
         goal_map: bool = False,
     ):
         super().__init__()
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"network.dropout must lie in [0, 1), got {dropout}")
-        if fusion not in FUSIONS:
-            raise ValueError(f"network.fusion must be one of {FUSIONS}, got {fusion!r}")
         self.frames = frames
         self.use_previous_action = use_previous_action
         self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
         self.lstm = nn.LSTM(word_dim, text_dim, batch_first=True)
-        self.image_encoder = ImageEncoder(3 * frames, image_size, conv_channels, image_dim, coordinates)
-        # FiLM: the instruction gives every convolution a per-channel scale and shift (near 0 at the start).
-        self.film = nn.Linear(text_dim, ImageEncoder.layers * 2 * conv_channels) if fusion == "film" else None
+        self.image_encoder = ImageEncoder(3 * frames, image_size, conv_channels, image_dim)
         action_dim = 0
         if use_previous_action:
             self.block_embedding = nn.Embedding(MAX_BLOCKS + 1, block_embedding_dim)  # last row: NONE
@@ -167,8 +125,6 @@ class PolicyNetwork(nn.Module):
                 NUM_DIRECTIONS + 2, direction_embedding_dim
             )  # 4 moves, STOP, NONE
             action_dim = block_embedding_dim + direction_embedding_dim
-        # Not in the paper: dropout on the joint features, against the overfitting we measured (0 = off).
-        self.dropout = nn.Dropout(dropout)
         self.hidden = nn.Linear(image_dim + text_dim + action_dim, hidden_dim)
         self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
         self.direction_head = nn.Linear(hidden_dim, NUM_DIRECTIONS + 1)
@@ -232,11 +188,10 @@ class PolicyNetwork(nn.Module):
         self, images: torch.Tensor, instruction: torch.Tensor, previous_action: torch.Tensor
     ) -> torch.Tensor:
         """The hidden layer ``(B, hidden_dim)`` both heads read, from uint8 image stacks ``(B, 15, H, W)``."""
-        film = None if self.film is None else self.film(instruction)
-        parts = [self.image_encoder(standardize(images), film), instruction]
+        parts = [self.image_encoder(standardize(images)), instruction]
         if self.use_previous_action:
             parts.append(self.embed_previous_action(previous_action))
-        return F.relu(self.hidden(self.dropout(torch.cat(parts, dim=1))))
+        return F.relu(self.hidden(torch.cat(parts, dim=1)))
 
     def action_distribution(self, features: torch.Tensor) -> FactoredActionDistribution:
         return FactoredActionDistribution(self.block_head(features), self.direction_head(features))

@@ -11,8 +11,10 @@ from pathlib import Path
 import cv2
 from omegaconf import OmegaConf
 
+from blocks.cli import user_errors
 from blocks.corpus.download import default_data_root
 from blocks.corpus.loader import load_split
+from blocks.errors import ConfigError
 from blocks.render.renderer import Renderer
 
 DEFAULTS = {
@@ -29,11 +31,11 @@ def main(argv: list[str]) -> list[Path]:
     cfg = OmegaConf.merge(OmegaConf.create(DEFAULTS), OmegaConf.from_dotlist(argv))
     unknown = set(cfg) - set(DEFAULTS)
     if unknown:
-        raise SystemExit(f"unknown option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+        raise ConfigError(f"unknown option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     root = cfg.data_root or default_data_root()
     examples = load_split(cfg.split, root)
     if not 0 <= cfg.index < len(examples):
-        raise SystemExit(f"index {cfg.index} out of range: split {cfg.split} has {len(examples)} examples")
+        raise ConfigError(f"index={cfg.index} out of range: split {cfg.split} has {len(examples)} examples")
     example = examples[cfg.index]
     renderer = Renderer(root, cfg.image_size)
     out = Path(cfg.out)
@@ -52,4 +54,5 @@ def main(argv: list[str]) -> list[Path]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    with user_errors():
+        main(sys.argv[1:])

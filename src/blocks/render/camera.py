@@ -1,4 +1,4 @@
-"""The overhead perspective camera of the release (section 8 of docs/blocks-environment.md)."""
+"""The overhead perspective camera of the release (section 8 of docs/environment.md)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
-from blocks.world.geometry import BLOCK_SIDE
 
 CAMERA_HEIGHT = 2.265
 CAMERA_X_OFFSET = -0.03
@@ -34,15 +32,3 @@ class Camera:
 
     def pixels_per_unit(self, height: float = 0.0) -> float:
         return self.focal / (CAMERA_HEIGHT - height)
-
-    def reflect(self, images: np.ndarray, mirror: str) -> np.ndarray:
-        """Pictures ``(..., H, W)`` of the boards reflected across x = 0 (``"x"`` in ``mirror``) and/or z = 0
-        (``"z"``), made from the pictures alone: the rows or columns flipped, and for x shifted by the camera's
-        offset so that each block lands where the reflected board draws it (to within a pixel column). Logos and
-        digits come out mirrored, which a rendered reflected board would not show (``blocks.corpus.mirror``)."""
-        if "z" in mirror:
-            images = np.flip(images, -2)
-        if "x" in mirror:
-            shift = round(-2 * self.pixels_per_unit(BLOCK_SIDE) * CAMERA_X_OFFSET)  # at the top faces
-            images = np.roll(np.flip(images, -1), shift, axis=-1)
-        return np.ascontiguousarray(images)

@@ -15,9 +15,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from blocks.corpus.download import LOGO_BRANDS, ensure_file
+from blocks.corpus.download import CorpusError, ensure_file
 from blocks.render.camera import Camera
-from blocks.world.geometry import BLOCK_SIDE, BOARD_HALF, MAX_BLOCKS
+from blocks.world.geometry import BLOCK_SIDE, BOARD_HALF, LOGO_BRANDS, MAX_BLOCKS
 
 BOARD_COLOR = (255, 255, 178)
 BACKGROUND_COLOR = (105, 97, 92)
@@ -44,7 +44,7 @@ def _logo_glyph(path: Path, size: int = GLYPH_RESOLUTION) -> np.ndarray:
     """A logo (RGBA, transparent background) stretched over a green square, RGB ``(size, size, 3)``."""
     image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
     if image is None:
-        raise ValueError(f"cannot read texture {path}")
+        raise CorpusError(f"{path}: not a readable image; delete it so that it is fetched again")
     if image.ndim == 2:
         image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGRA)
     if image.shape[2] == 3:

@@ -1,4 +1,10 @@
-"""The Blocks world as a Gymnasium environment: one board, the same transition code as the vector env."""
+"""The Blocks world as a Gymnasium environment: one board, the same transition code as the vector env.
+
+The observation is a ``Dict`` any RL library can condition on: the RGB ``image`` ``(size, size, 3)``, the
+instruction as ``tokens`` (ids padded with 0 to ``max_tokens``) and its ``length``, and the
+``previous_action`` (0 for none yet, else the action id + 1). The ids come from whoever builds the env
+(``blocks.gym.make_env`` uses the package's vocabulary), so the world knows nothing of words.
+"""
 
 from __future__ import annotations
 
@@ -17,10 +23,9 @@ from blocks.world.vector_env import Frames, VectorBlocksEnv
 class BlocksEnv(gym.Env):
     """One episode at a time over a list of tasks.
 
-    Observation: the current ``(size, size, 3)`` RGB image. ``reset(seed=..., options={"index": i})`` starts
-    task ``i`` (a seeded random task without it). Episodes terminate at STOP and are truncated after
-    ``horizon`` moves. ``info`` carries the distance error, whether the move failed, and the instruction
-    when one was given for the task.
+    ``reset(seed=..., options={"index": i})`` starts task ``i`` (a seeded random task without it). Episodes
+    terminate at STOP and are truncated after ``horizon`` moves. ``info`` carries the task index, the distance
+    error, whether the move failed, and the instruction's text when it was given.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
@@ -31,26 +36,51 @@ class BlocksEnv(gym.Env):
         render_frames: Frames,
         image_size: int = 120,
         instructions: Sequence[str] | None = None,
+        token_ids: Sequence[Sequence[int]] | None = None,
+        vocab_size: int = 1,
+        max_tokens: int = 80,
         reward: RewardConfig | None = None,
         horizon: int = HORIZON,
         render_mode: str | None = "rgb_array",
     ):
         if not tasks:
             raise ValueError("BlocksEnv needs at least one task")
-        if instructions is not None and len(instructions) != len(tasks):
-            raise ValueError("give one instruction per task")
+        for name, given in (("instruction", instructions), ("token id list", token_ids)):
+            if given is not None and len(given) != len(tasks):
+                raise ValueError(f"give one {name} per task")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.tasks = list(tasks)
         self.instructions = list(instructions) if instructions is not None else None
+        self.tokens = np.zeros((len(tasks), max_tokens), np.int64)
+        self.lengths = np.ones(len(tasks), np.int64)
+        for i, ids in enumerate(token_ids or []):
+            ids = list(ids)[:max_tokens]  # the corpus's longest instruction has 77 tokens
+            self.tokens[i, : len(ids)] = ids
+            self.lengths[i] = max(len(ids), 1)
         self.render_mode = render_mode
         self.action_space = gym.spaces.Discrete(NUM_ACTIONS)
-        self.observation_space = gym.spaces.Box(0, 255, (image_size, image_size, 3), np.uint8)
+        self.observation_space = gym.spaces.Dict(
+            {
+                "image": gym.spaces.Box(0, 255, (image_size, image_size, 3), np.uint8),
+                "tokens": gym.spaces.Box(0, max(vocab_size - 1, 0), (max_tokens,), np.int64),
+                "length": gym.spaces.Box(1, max_tokens, (1,), np.int64),
+                "previous_action": gym.spaces.Discrete(NUM_ACTIONS + 1),
+            }
+        )
         self._world = VectorBlocksEnv(reward=reward, horizon=horizon, render_frames=render_frames)
         self.index = 0
 
     def _image(self) -> np.ndarray:
         return np.ascontiguousarray(self._world.frames[0].transpose(1, 2, 0))
+
+    def _observation(self) -> dict[str, Any]:
+        return {
+            "image": self._image(),
+            "tokens": self.tokens[self.index].copy(),
+            "length": self.lengths[self.index : self.index + 1].copy(),
+            "previous_action": int(self._world.previous_action[0]) + 1,
+        }
 
     def _info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"index": self.index, "error": float(self._world.error[0])}
@@ -60,7 +90,7 @@ class BlocksEnv(gym.Env):
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict]:
+    ) -> tuple[dict[str, Any], dict]:
         super().reset(seed=seed)
         if options and "index" in options:
             index = int(options["index"])
@@ -70,9 +100,9 @@ class BlocksEnv(gym.Env):
         else:
             self.index = int(self.np_random.integers(len(self.tasks)))
         self._world.reset([self.tasks[self.index]])
-        return self._image(), self._info()
+        return self._observation(), self._info()
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict]:
         if self._world.num_envs == 0:
             raise RuntimeError("call reset() before step()")
         action = validate_actions(np.array([action]) if np.ndim(action) == 0 else action, 1)
@@ -80,7 +110,7 @@ class BlocksEnv(gym.Env):
             raise RuntimeError("the episode has ended; call reset()")
         _, reward, terminated, truncated, info = self._world.step(action)
         out = self._info() | {"failed": bool(info["failed"][0])}
-        return self._image(), float(reward[0]), bool(terminated[0]), bool(truncated[0]), out
+        return self._observation(), float(reward[0]), bool(terminated[0]), bool(truncated[0]), out
 
     def render(self) -> np.ndarray | None:
         if self.render_mode is None:

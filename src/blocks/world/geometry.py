@@ -1,4 +1,4 @@
-"""Board geometry and the 81 actions (section 1-2 of docs/blocks-environment.md)."""
+"""Board geometry and the 81 actions (section 1-2 of docs/environment.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,17 @@ HORIZON = 40
 # dir 0: left (x - s), 1: right (x + s), 2: up (z + s), 3: down (z - s), as seen in the image.
 DIRECTION_NAMES = ("left", "right", "up", "down", "stop")
 DIRECTION_DELTAS = np.array([[-STEP, 0.0], [STEP, 0.0], [0.0, STEP], [0.0, -STEP]])
+
+# The label block i carries: the digit i + 1 on digit boards, the i-th logo on logo boards (the texture files'
+# names, and the brands as people write them).
+LOGO_BRANDS = (
+    "adidas", "bmw", "burgerking", "cocacola", "esso", "heineken", "hp", "mcdonalds", "mercedesbenz", "nvidia",
+    "pepsi", "shell", "sri", "starbucks", "stella", "target", "texaco", "toyota", "twitter", "ups",
+)  # fmt: skip
+LOGO_NAMES = (
+    "Adidas", "BMW", "Burger King", "Coca-Cola", "Esso", "Heineken", "HP", "McDonald's", "Mercedes-Benz", "Nvidia",
+    "Pepsi", "Shell", "SRI", "Starbucks", "Stella Artois", "Target", "Texaco", "Toyota", "Twitter", "UPS",
+)  # fmt: skip
 
 
 class InvalidActionError(ValueError):
@@ -60,9 +71,14 @@ def split_actions(actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return block, direction
 
 
-def describe_action(action: int) -> str:
-    """Human-readable action, e.g. 'block 3 up' or 'STOP'."""
+def block_label(block: int, decoration: str = "digit") -> str:
+    """The block as the picture shows it: ``block 13`` (index 12 on a digit board) or ``Toyota`` (a logo)."""
+    return LOGO_NAMES[block] if decoration == "logo" else f"block {block + 1}"
+
+
+def describe_action(action: int, decoration: str = "digit") -> str:
+    """Human-readable action as the picture shows the block, e.g. 'block 3 up', 'Toyota left' or 'STOP'."""
     if action == STOP:
         return "STOP"
     block, direction = divmod(int(action), NUM_DIRECTIONS)
-    return f"block {block} {DIRECTION_NAMES[direction]}"
+    return f"{block_label(block, decoration)} {DIRECTION_NAMES[direction]}"

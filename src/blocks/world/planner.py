@@ -1,4 +1,4 @@
-"""Shortest-path demonstrations (section 5 of docs/blocks-environment.md).
+"""Shortest-path demonstrations (section 5 of docs/environment.md).
 
 Only the block that moves between start and goal is planned for. A* searches the grid of its start position
 plus multiples of the step (81 x 81 cells), four neighbours in direction order, cost = moves * s, heuristic =
@@ -6,10 +6,9 @@ Euclidean distance to the goal position. Cells overlapping another block (at its
 there is no board bound. Because the goal is almost never on the grid, the target is the cell within 40 moves
 that lies closest to the goal position. Plans are deterministic and cached by (start, goal).
 
-Many paths are equally short. ``route="astar"`` keeps the one A* finds first, which zigzags irregularly
-(``LLLLDDLLDLDLDLDL``): a learner must memorise those tie-breaks, example by example. ``route="fewest_turns"``
-keeps the shortest path with the fewest turns (first along the axis with the larger distance to go), the same
-length and end point, so the direction to take follows from the board and the previous action.
+Many paths are equally short. ``route="astar"`` keeps the one this A* finds first, which zigzags irregularly
+(``LLLLDDLLDLDLDLDL``). A route with the fewest turns measured no gain and left the package
+(docs/experiments/demonstration-routes.md).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from blocks.errors import ConfigError
 from blocks.world.geometry import (
     BOARD_HALF,
     DIRECTION_DELTAS,
@@ -35,7 +35,7 @@ from blocks.world.transitions import overlaps
 
 MOVED_THRESHOLD = 0.01
 GRID_RADIUS = 40  # cells each side of the start: 81 x 81
-ROUTES = ("astar", "fewest_turns")
+ROUTES = ("astar",)
 _CELL_STEPS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])  # the four directions, in grid cells
 
 
@@ -58,7 +58,7 @@ class Demonstration:
 def check_route(route: str, name: str = "demonstration route") -> str:
     """``route`` if it is one of ``ROUTES``; otherwise an error that names the setting."""
     if route not in ROUTES:
-        raise ValueError(f"unknown {name} {route!r}: expected one of {ROUTES}")
+        raise ConfigError(f"unknown {name} {route!r}: expected one of {ROUTES}")
     return route
 
 
@@ -116,8 +116,6 @@ def plan(task: Task, max_moves: int = HORIZON, route: str = "astar") -> Demonstr
         cell, direction = parent[cell]
         directions.append(direction)
     directions.reverse()
-    if route == "fewest_turns":
-        directions = _fewest_turns(~blocked, start, best, len(directions))
     points = origin + np.cumsum(np.vstack([[0.0, 0.0], DIRECTION_DELTAS[directions]]), axis=0)
     actions = [block * NUM_DIRECTIONS + d for d in directions]
     if len(directions) < max_moves:
@@ -154,25 +152,6 @@ def _distances_to(free: np.ndarray, target: tuple[int, int], limit: int) -> np.n
             break
         distance[front] = k
     return distance
-
-
-def _fewest_turns(free: np.ndarray, start: tuple[int, int], end: tuple[int, int], length: int) -> list[int]:
-    """A shortest path from ``start`` to ``end`` that keeps its direction whenever it stays on a shortest path;
-    a new direction goes along the axis with more cells still to go (ties: the first in direction order)."""
-    to_end = _distances_to(free, end, length)
-    cell, previous, directions = start, None, []
-    for remaining in range(length, 0, -1):
-        options = []
-        for direction, (di, dj) in enumerate(_CELL_STEPS):
-            nxt = (cell[0] + di, cell[1] + dj)
-            if 0 <= nxt[0] < free.shape[0] and 0 <= nxt[1] < free.shape[1] and to_end[nxt] == remaining - 1:
-                options.append(direction)
-        to_go = np.abs(np.subtract(end, cell))
-        direction = previous if previous in options else max(options, key=lambda d: to_go[0 if d < 2 else 1])
-        cell = (cell[0] + _CELL_STEPS[direction, 0], cell[1] + _CELL_STEPS[direction, 1])
-        previous = direction
-        directions.append(direction)
-    return directions
 
 
 class DemonstrationCache:

@@ -1,4 +1,4 @@
-"""Rewards for the learners (section 6 of docs/blocks-environment.md, the release's "type 4").
+"""Rewards for the learners (section 6 of docs/environment.md, the release's "type 4").
 
 reward = problem reward + F1 (distance shaping) + F2 (trajectory shaping), each term switchable. A failed move
 is paid -1 and nothing else. All functions work on batches of boards as numpy arrays.
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from blocks.errors import ConfigError
 from blocks.world.geometry import BLOCK_SIDE
 
 REWARD_PRESETS = ("shaped", "no_f1", "no_f2", "distance", "problem")
@@ -38,7 +39,9 @@ class RewardConfig:
             "problem": cls(f1=False, f2=False),
         }
         if name not in presets:
-            raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(REWARD_PRESETS)}")
+            raise ConfigError(
+                f"unknown reward data.reward={name!r}; choose one of {', '.join(REWARD_PRESETS)}"
+            )
         return presets[name]
 
     @property

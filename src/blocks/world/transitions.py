@@ -1,4 +1,4 @@
-"""The deterministic transition of a batch of boards (section 3 of docs/blocks-environment.md).
+"""The deterministic transition of a batch of boards (section 3 of docs/environment.md).
 
 Boards are padded to ``MAX_BLOCKS``: ``positions`` is ``(N, 20, 2)`` and ``present`` ``(N, 20)`` marks the real
 blocks. Every environment (single, vectorised) goes through :func:`apply_actions`.

@@ -29,7 +29,7 @@ class VectorBlocksEnv:
         reward: RewardConfig | None = None,
         horizon: int = HORIZON,
         render_frames: Frames | None = None,
-        demonstrations: Callable[[Task], Demonstration] = demonstration,
+        demonstrations: Callable[[Task], Demonstration | None] = demonstration,
     ):
         self.reward_config = reward or RewardConfig()
         self.horizon = horizon
@@ -64,12 +64,16 @@ class VectorBlocksEnv:
         return self._observation(), {"error": self.error.copy()}
 
     def _load_demonstrations(self) -> None:
+        """The demonstrations F2 follows. A board whose task has none (``demonstrations`` returned None: the
+        paper's Figure 4) never matches one, so its F2 term stays 0."""
         demos = [self.demonstrations(t) for t in self.tasks]
-        width = max(len(d.points) for d in demos)
-        self.gold_block = np.array([d.block for d in demos])
+        width = max((len(d.points) for d in demos if d is not None), default=1)
+        self.gold_block = np.array([0 if d is None else d.block for d in demos])
         self.demo_points = np.full((self.num_envs, width, 2), np.nan)
         self.demo_actions = np.full((self.num_envs, width), -1, np.int64)
         for i, d in enumerate(demos):
+            if d is None:
+                continue
             self.demo_points[i, : len(d.points)] = d.points
             self.demo_actions[i, : len(d.actions)] = d.actions
 

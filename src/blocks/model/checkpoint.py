@@ -1,0 +1,100 @@
+"""A learner's checkpoint read without Lightning: the network it holds, its vocabulary and its record.
+
+Every learner saves the network's hyperparameters and the vocabulary beside the weights, so one call rebuilds
+the network anywhere. Agents, learners that start from another's weights, distillation teachers and notebooks
+all load through :func:`load_policy`; nothing here knows the learners, so there is no import circle.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from blocks.errors import CheckpointError, ConfigError
+from blocks.model.policy import PolicyNetwork
+
+# Network options that left the package after they measured no gain (docs/experiments/network-options.md):
+# a checkpoint that used them at these values is the plain network and still loads.
+RETIRED_NETWORK_OPTIONS = {"dropout": 0.0, "fusion": "concat", "coordinates": False}
+
+
+def network_options(options: dict[str, Any] | None, source: str = "network") -> dict[str, Any]:
+    """``PolicyNetwork`` keyword arguments from a config or a checkpoint's record, checked key by key."""
+    options = dict(options or {})
+    for key, neutral in RETIRED_NETWORK_OPTIONS.items():
+        if key in options:
+            value = options.pop(key)
+            if value != neutral:
+                raise ConfigError(
+                    f"{source}: network.{key}={value!r} was removed from the package (it measured no gain; "
+                    f"docs/experiments/network-options.md); load it with blocks 0.1"
+                )
+    known = set(inspect.signature(PolicyNetwork).parameters) - {"vocab_size"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown network key(s) {', '.join('network.' + k for k in unknown)}; "
+            f"the network takes {', '.join(sorted(known))}"
+        )
+    return options
+
+
+@dataclass
+class PolicyCheckpoint:
+    """What a checkpoint file holds that acting needs."""
+
+    path: str
+    network: dict[str, Any]  # PolicyNetwork's keyword arguments
+    vocabulary: list[str]
+    hparams: dict[str, Any]  # the learner's whole record (kind, lr, where it started from, ...)
+    policy_state: dict[str, torch.Tensor]
+
+    @property
+    def frames(self) -> int:
+        return int(self.network.get("frames", 5))
+
+    @property
+    def image_size(self) -> int:
+        return int(self.network.get("image_size", 120))
+
+    def build(self) -> PolicyNetwork:
+        """The network with its trained weights, in eval mode."""
+        network = PolicyNetwork(vocab_size=len(self.vocabulary), **self.network)
+        network.load_state_dict(self.policy_state)
+        return network.eval()
+
+
+def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> PolicyCheckpoint:
+    """Any learner's checkpoint; a missing file or a file that is not one fails naming it."""
+    path = str(path)
+    if not Path(path).is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        raw = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as error:  # truncated, not a torch file, ...
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({type(error).__name__}: {error})"
+        ) from error
+    record = raw.get("hyper_parameters") if isinstance(raw, dict) else None
+    if not record or "vocabulary" not in record or "state_dict" not in raw:
+        raise CheckpointError(f"{path}: not a blocks learner checkpoint (no network record or weights)")
+    state = {k.removeprefix("policy."): v for k, v in raw["state_dict"].items() if k.startswith("policy.")}
+    return PolicyCheckpoint(
+        path=path,
+        network=network_options(record.get("network"), source=path),
+        vocabulary=list(record["vocabulary"]),
+        hparams=dict(record),
+        policy_state=state,
+    )
+
+
+def load_policy(
+    path: str | Path, map_location: str | torch.device = "cpu"
+) -> tuple[PolicyNetwork, list[str]]:
+    """The trained network of a checkpoint (eval mode, on ``map_location``) and its vocabulary."""
+    checkpoint = read_checkpoint(path, map_location)
+    return checkpoint.build().to(map_location), checkpoint.vocabulary

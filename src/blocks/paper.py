@@ -1,0 +1,34 @@
+"""The published figures this package is measured against (dev split: mean / median distance error).
+
+Misra, Langford & Artzi (EMNLP 2017), Table 2, and Xiong et al. (IJCAI 2018). One home, read by the summary
+that ``train.py`` prints after training and by the results tables.
+"""
+
+from __future__ import annotations
+
+# model config name -> (the paper's row, mean error, median error)
+PAPER_DEV = {
+    "stop": ("STOP", 5.95, 5.71),
+    "random": ("RANDOM", 15.3, 15.70),
+    "demonstrations": ("Demonstrations", 0.35, 0.30),
+    "supervised": ("SUPERVISED", 4.65, 4.45),
+    "reinforce": ("REINFORCE", 5.57, 5.29),
+    "dqn": ("DQN", 6.04, 5.78),
+    "bandit": ("Our approach (contextual bandit)", 3.60, 3.09),
+}
+BEST_PUBLISHED_DEV = ("Xiong et al. 2018 (scheduled policy optimisation)", 1.72, 1.00)
+
+
+def comparison_row(model: str, metrics: dict[str, float]) -> str:
+    """A Markdown table (header and one row) of ``metrics`` beside the paper's figures for ``model``."""
+    paper = PAPER_DEV.get(model)
+    published = f"{paper[1]:.2f} / {paper[2]:.2f} ({paper[0]})" if paper else "- (not in the paper)"
+    return "\n".join(
+        [
+            "| model | mean error | median error | mean min. distance | mean steps | horizon rate | paper |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+            f"| {model} | {metrics['mean_error']:.2f} | {metrics['median_error']:.2f} | "
+            f"{metrics['mean_min_distance']:.2f} | {metrics['mean_steps']:.1f} | "
+            f"{100 * metrics['horizon_rate']:.1f} % | {published} |",
+        ]
+    )

@@ -1,0 +1,132 @@
+"""The configs composed in-process: every model's keys are its learner's, ablations compose, mistakes are named,
+and the supervised start of a rollout learner gets the settings it is given."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf, open_dict
+
+from blocks.cli import accepted_keys, one_line, usage_error
+from blocks.errors import CheckpointError, ConfigError
+from blocks.learn.train import check_config, pretraining
+
+from .conftest import REPO
+
+MODELS = ("supervised", "bandit", "reinforce", "oracle", "distill")
+
+
+def composed(*overrides: str):
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=list(overrides))
+    with open_dict(cfg):
+        cfg.paths.output_dir = "/tmp/blocks-test-run"
+    return cfg
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_models_config_lists_exactly_what_its_learner_reads(model):
+    cfg = composed(f"model={model}")
+    accepted = accepted_keys(cfg.model._target_)
+    given = set(cfg.model) - {"_target_"}
+    # Every key of the config is an argument of the learner, and every argument but the vocabulary is in the config.
+    assert given == accepted - {"vocabulary"}, (model, given ^ (accepted - {"vocabulary"}))
+    signature = inspect.signature(__import__("hydra").utils.get_object(cfg.model._target_))
+    assert not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+
+
+def test_a_misspelt_or_foreign_key_is_named_before_anything_starts():
+    cfg = composed("model=oracle")
+    with open_dict(cfg):
+        cfg.model.entropy_coef = 0.1  # the bandit's, not the oracle learner's
+    with pytest.raises(ConfigError, match=r"model.entropy_coef: not a key of OracleLearner \(model=oracle\)|"
+                                          r"model.entropy_coef: not a key of OracleLearner"):  # fmt: skip
+        check_config(cfg)
+    cfg = composed("model=supervised")
+    with open_dict(cfg):
+        cfg.data.batch_sise = 8
+    with pytest.raises(ConfigError, match="data.batch_sise: not a key of DemonstrationDataModule"):
+        check_config(cfg)
+    cfg = composed("model=supervised", "+network.fusion=film")
+    with pytest.raises(ConfigError, match="network.fusion='film' was removed"):
+        check_config(cfg)
+    cfg = composed("model=bandit", "ckpt_path=/nonexistent/last.ckpt")
+    with pytest.raises(CheckpointError, match="ckpt_path=/nonexistent/last.ckpt: no such checkpoint file"):
+        check_config(cfg)
+    cfg = composed("model=distill")
+    with pytest.raises(ConfigError, match="model.teachers: required"):
+        check_config(cfg)
+
+
+def test_hydras_own_errors_fold_into_one_line():
+    from hydra.errors import MissingConfigException
+
+    error = MissingConfigException(
+        "In 'train': Could not find 'model/dqn'\n\nAvailable options in 'model':\n\tbandit\n\toracle\n"
+        "Config search path:\n\tprovider=hydra"
+    )
+    assert usage_error(error) is error
+    assert (
+        one_line(error)
+        == "In 'train': Could not find 'model/dqn' Available options in 'model': bandit, oracle"
+    )
+    wrapped = RuntimeError("instantiate failed")
+    wrapped.__cause__ = ConfigError("model.lr must be positive, got -1")
+    assert str(usage_error(wrapped)) == "model.lr must be positive, got -1"
+    assert usage_error(ZeroDivisionError()) is None  # a bug keeps its traceback
+
+
+@pytest.mark.parametrize(
+    "ablation, check",
+    [
+        (
+            "none",
+            lambda c: c.data.reward == "shaped" and c.network.use_previous_action and c.pretrain.epochs == 2,
+        ),
+        ("no_f1", lambda c: c.data.reward == "no_f1"),
+        ("no_f2", lambda c: c.data.reward == "no_f2"),
+        ("distance_reward", lambda c: c.data.reward == "distance"),
+        (
+            "no_prev_action",
+            lambda c: not c.network.use_previous_action and not c.model.network.use_previous_action,
+        ),
+        ("no_sup_init", lambda c: c.pretrain.epochs == 0 and c.model.init_checkpoint is None),
+    ],
+)
+def test_ablations_compose_onto_the_bandit(ablation, check):
+    cfg = composed("model=bandit", f"ablation={ablation}")
+    assert cfg.model._target_ == "blocks.learn.bandit.BanditLearner" and check(cfg)
+    assert cfg.data._target_ == "blocks.learn.data.RolloutDataModule"
+    assert cfg.trainer.gradient_clip_val is None and cfg.model.gradient_clip == 5.0
+
+
+def test_the_supervised_start_gets_its_clipping_and_the_demonstration_fraction(corpus_root, tmp_path):
+    """``pretrain.gradient_clip`` and ``data.demonstration_fraction`` reach the pretraining Trainer and data
+    (the bandit's own trainer config has no clipping: the learner clips itself)."""
+    cfg = composed(
+        "model=bandit", "experiment=smoke", "pretrain.gradient_clip=2.5", "data.demonstration_fraction=0.5",
+        f"data.root={corpus_root}",
+    )  # fmt: skip
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(tmp_path)
+    model, data, trainer, _ = pretraining(cfg, ["<pad>", "<unk>"])
+    assert trainer.gradient_clip_val == 2.5 and trainer.max_epochs == cfg.pretrain.epochs
+    assert (
+        data.demonstration_fraction == 0.5 and len(data.steps.examples) == 8
+    )  # half of the 16 smoke examples
+    assert model.hparams.lr == cfg.pretrain.lr and OmegaConf.select(cfg, "trainer.gradient_clip_val") is None
+
+
+@pytest.mark.parametrize("experiment", ["oracle_goal", "bandit_member", "distill"])
+def test_a_later_stage_of_a_recipe_needs_the_stage_before(experiment):
+    extra = ["model.teachers=[a.ckpt]"] if experiment == "distill" else []
+    cfg = composed(f"experiment={experiment}", *extra)
+    with pytest.raises(ConfigError, match="model.init_checkpoint: required by experiment"):
+        check_config(cfg)
+
+
+@pytest.mark.parametrize("experiment", ["paper_supervised", "paper_bandit", "supervised_goal", "smoke"])
+def test_every_recipe_composes_and_passes_the_checks(experiment):
+    check_config(composed(f"experiment={experiment}"))
