@@ -16,24 +16,25 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)  ## the test command CI runs
+test: $(STAMP)  ## the fast in-process tests (under 3 minutes on 2 CPU cores)
 	$(PY) -m pytest -q -m "not slow"
 
-test-all: $(STAMP)
+test-all: $(STAMP)  ## every test, the end-to-end runs included: what CI runs
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-eval: $(STAMP)  ## the main job until the learners land: every baseline on dev
+eval: $(STAMP)  ## the baselines and the shipped agents on dev
 	for a in stop random demonstrations; do $(PY) eval.py agent=$$a split=dev || exit 1; done
+	$(PY) eval.py agent=policy ckpt_path=checkpoints/bandit.ckpt split=dev
 
 bench: $(STAMP)
 	$(PY) -m blocks.bench env
 	$(PY) -m blocks.bench train
 
-train: $(STAMP)  ## the main job: the paper's approach on the full corpus
-	$(PY) train.py model=bandit
+train: $(STAMP)  ## the main job: the paper's approach from scratch, then its selected checkpoint on dev
+	$(PY) train.py experiment=paper_bandit
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -268,3 +268,27 @@ def test_stop_rules_script_scores_the_run_as_eval_does(corpus_root, tmp_path):
     error = json.loads(evaluated.splitlines()[-1])["mean_error"]
     assert rows["as run (no rule)"] == pytest.approx(error, abs=1e-3)
     assert rows["oracle: the closest board (min. distance)"] <= min(rows.values()) + 1e-9
+
+
+def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, monkeypatch):
+    """A run resumed once has two CSV versions; the curves read both and place validations at their frames."""
+    plot = _script("plot_curves")
+    run = tmp_path / "run"
+    header = "epoch,step,train/entropy,train/frames,val/horizon_rate,val/mean_error\n"
+    for version, rows in enumerate(
+        [
+            ["0,10,1.5,100.0,,", "0,20,1.4,200.0,,", "0,20,,,1.0,5.5"],
+            ["1,30,1.2,300.0,,", "1,40,1.1,400.0,,", "1,40,,,0.9,4.5"],
+        ]
+    ):
+        folder = run / "csv" / f"version_{version}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.csv").write_text(header + "\n".join(rows) + "\n")
+    columns = plot.read_run(run)
+    validated = np.flatnonzero(~np.isnan(columns["val/mean_error"]))
+    assert columns["val/mean_error"][validated].tolist() == [5.5, 4.5]
+    assert plot.frames_at(columns, validated).tolist() == [200.0, 400.0]
+    out = tmp_path / "curves.png"
+    monkeypatch.setattr(sys, "argv", ["plot_curves.py", str(run), "--out", str(out)])
+    plot.main()
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
