@@ -12,7 +12,7 @@ import pytorch_lightning as pl
 from omegaconf import DictConfig, OmegaConf
 
 from blocks import set_torch_threads
-from blocks.cli import check_keys
+from blocks.cli import accepted_keys, check_keys
 from blocks.errors import CheckpointError, ConfigError
 from blocks.model.checkpoint import network_options
 
@@ -41,7 +41,8 @@ def check_config(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}: required by experiment={experiment}, no value given (see its comment)")
     check_keys(cfg.model, "model", _choice("model"), given=("vocabulary",))
     check_keys(cfg.data, "data", _choice("data"))
-    network_options(OmegaConf.to_container(cfg.model.network, resolve=True), source="config")
+    if "network" in cfg.model:
+        network_options(OmegaConf.to_container(cfg.model.network, resolve=True), source="config")
     teachers = OmegaConf.select(cfg, "model.teachers") or []
     for key, path in [
         ("ckpt_path", cfg.get("ckpt_path")),
@@ -112,7 +113,7 @@ def final_evaluation(
     from blocks.world.metrics import summarize
 
     split = OmegaConf.select(cfg, "final_eval.split")
-    if not split or not trainer.is_global_zero:
+    if not split or not trainer.is_global_zero or not hasattr(model, "agent"):  # a board reader does not act
         return None
     selected = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     agent = PolicyAgent.from_checkpoint(selected) if selected else model.agent()
@@ -138,13 +139,14 @@ def train(cfg: DictConfig) -> dict[str, float]:
     pl.seed_everything(cfg.seed, workers=True)
 
     datamodule = hydra.utils.instantiate(cfg.data)
-    vocabulary = datamodule.vocabulary.to_list()
     extra: dict[str, Any] = {}
+    if "vocabulary" in (accepted_keys(cfg.model._target_) or ()):  # the learners that read instructions
+        extra["vocabulary"] = datamodule.vocabulary.to_list()
     is_rollout_learner = "init_checkpoint" in cfg.model
     if is_rollout_learner and not cfg.model.init_checkpoint and not cfg.ckpt_path and cfg.pretrain.epochs > 0:
-        extra["init_checkpoint"] = pretrain_supervised(cfg, vocabulary)
+        extra["init_checkpoint"] = pretrain_supervised(cfg, extra["vocabulary"])
         pl.seed_everything(cfg.seed, workers=True)
-    model = hydra.utils.instantiate(cfg.model, vocabulary=vocabulary, **extra, _convert_="all")
+    model = hydra.utils.instantiate(cfg.model, **extra, _convert_="all")
 
     trainer: pl.Trainer = hydra.utils.instantiate(
         cfg.trainer,

@@ -12,11 +12,12 @@ share weights across the picture: "left of the SRI block" is the same pattern wh
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from blocks.render.camera import CAMERA_X_OFFSET, Camera
+from blocks.render.camera import Camera
 from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS
 
 CELL = 4  # pixels per map cell: 30 x 30 cells for a 120-pixel picture, about half a block each
@@ -25,13 +26,12 @@ DILATIONS = (1, 2, 4, 1)  # the goal branch's 3x3 convolutions; together they se
 
 def cell_centres(image_size: int) -> torch.Tensor:
     """``(2, cells * cells)``: board x and z, in block lengths, of every cell centre (block top faces' height)."""
-    camera = Camera(image_size)
-    scale = camera.pixels_per_unit(BLOCK_SIDE)
-    centre = (torch.arange(image_size // CELL, dtype=torch.float32) + 0.5) * CELL
-    x = (centre - image_size / 2) / scale + CAMERA_X_OFFSET
-    z = (image_size / 2 - centre) / scale
-    grid_z, grid_x = torch.meshgrid(z, x, indexing="ij")  # rows go down the picture, z goes up the board
-    return torch.stack([grid_x.flatten(), grid_z.flatten()]) / BLOCK_SIDE
+    centre = (np.arange(image_size // CELL) + 0.5) * CELL
+    rows, columns = np.meshgrid(
+        centre, centre, indexing="ij"
+    )  # rows go down the picture, z goes up the board
+    x, z = Camera(image_size).unproject(rows.ravel(), columns.ravel(), BLOCK_SIDE)
+    return torch.from_numpy(np.stack([x, z]) / BLOCK_SIDE).float()
 
 
 class GoalMap(nn.Module):

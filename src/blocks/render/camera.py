@@ -32,3 +32,12 @@ class Camera:
 
     def pixels_per_unit(self, height: float = 0.0) -> float:
         return self.focal / (CAMERA_HEIGHT - height)
+
+    def unproject(
+        self, row: np.ndarray, column: np.ndarray, height: float = 0.0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Board ``(x, z)`` of pixel coordinates at height ``height``: the inverse of :meth:`project`."""
+        scale = self.focal / (CAMERA_HEIGHT - height)
+        x = (np.asarray(column) - self.size / 2) / scale + CAMERA_X_OFFSET
+        z = (self.size / 2 - np.asarray(row)) / scale
+        return x, z
