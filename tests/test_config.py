@@ -15,7 +15,7 @@ from blocks.learn.train import check_config, pretraining
 
 from .conftest import REPO
 
-MODELS = ("supervised", "bandit", "reinforce", "oracle", "distill")
+MODELS = ("supervised", "bandit", "reinforce", "oracle", "distill", "spo", "perception")
 
 
 def composed(*overrides: str):

@@ -18,7 +18,7 @@ from blocks.agents.goal import GoalSeekingAgent
 from blocks.agents.policy import PolicyAgent
 from blocks.errors import ConfigError
 from blocks.evaluate import run_episodes
-from blocks.model.checkpoint import network_options
+from blocks.model.checkpoint import build_network, network_options
 from blocks.model.policy import PolicyNetwork
 
 
@@ -45,7 +45,7 @@ class PolicyLearner(pl.LightningModule):
         self.save_hyperparameters()
         self.hparams["network"] = network_options(network)
         self.hparams["kind"] = self.kind
-        self.policy = PolicyNetwork(vocab_size=len(vocabulary), **self.hparams.network)
+        self.policy: PolicyNetwork = build_network(len(vocabulary), self.hparams.network)
         self.val_errors = CatMetric()
         self.val_min_distances = CatMetric()
         self.val_steps = CatMetric()

@@ -38,6 +38,36 @@ def distributed_rank() -> tuple[int, int]:
     return 0, 1
 
 
+def epoch_shard(count: int, per_rank: int, seed: int, epoch: int) -> np.ndarray:
+    """This rank's ``per_rank`` indices of ``count`` items for ``epoch``: a permutation shared by all ranks, dealt
+    round-robin and wrapped around, so that every rank gets the same number (no rank waits for another)."""
+    rank, world = distributed_rank()
+    order = np.random.default_rng([seed, epoch]).permutation(count)
+    return np.resize(order, per_rank * world)[rank::world]
+
+
+class StreamState:
+    """Checkpointing of a data module's ``stream``: its epoch and the batches of it already trained on.
+
+    While fitting, the count is the trainer's (batches whose step completed): a batch the stream has handed out
+    but the trainer has not used yet (a prefetch) must be generated again after a resume.
+    """
+
+    def state_dict(self) -> dict[str, int]:
+        consumed = self.stream.consumed
+        trainer = self.trainer
+        if trainer is not None and trainer.state.fn == TrainerFn.FITTING:
+            consumed = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        return {"epoch": self.stream.epoch, "consumed": int(consumed)}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.stream.epoch = int(state["epoch"])
+        if "consumed" in state:
+            self.stream.consumed = int(state["consumed"])
+        else:  # checkpoints before 2026-11-26 counted whole rollouts
+            self.stream.consumed = int(state["position"]) * self.stream.batches_per_rollout
+
+
 class BlocksDataModule(pl.LightningDataModule):
     """Corpus, vocabulary, renderer and the validation stream shared by both learners."""
 
@@ -283,12 +313,9 @@ class RolloutStream(IterableDataset):
         return self.rollouts_per_epoch() * self.batches_per_rollout
 
     def shard(self, epoch: int) -> np.ndarray:
-        """This rank's example indices for ``epoch``: a shared permutation, dealt round-robin, padded to equal length."""
-        rank, world = distributed_rank()
-        order = np.random.default_rng([self.seed, epoch]).permutation(len(self.examples))
-        need = self.rollouts_per_epoch() * self.rollouts_per_batch * world
-        order = np.resize(order, need)  # wraps around: every rank gets the same count
-        return order[rank::world]
+        return epoch_shard(
+            len(self.examples), self.rollouts_per_epoch() * self.rollouts_per_batch, self.seed, epoch
+        )
 
     def __iter__(self):
         if self.policy is None:
@@ -327,7 +354,7 @@ class RolloutStream(IterableDataset):
             skip = 0
 
 
-class RolloutDataModule(BlocksDataModule):
+class RolloutDataModule(StreamState, BlocksDataModule):
     """The bandit's training stream: rollouts generated with the learner's current policy at every step."""
 
     def __init__(
@@ -378,25 +405,69 @@ class RolloutDataModule(BlocksDataModule):
     def train_dataloader(self) -> DataLoader:
         return DataLoader(self.stream, batch_size=None, collate_fn=_identity)
 
-    def state_dict(self) -> dict[str, int]:
-        """Where the stream stands, saved in checkpoints: the epoch and the batches of it already trained on.
-
-        While fitting, the count is the trainer's (batches whose step completed): a batch the stream has handed
-        out but the trainer has not used yet (a prefetch) must be generated again after a resume.
-        """
-        consumed = self.stream.consumed
-        trainer = self.trainer
-        if trainer is not None and trainer.state.fn == TrainerFn.FITTING:
-            consumed = trainer.fit_loop.epoch_loop.batch_progress.current.completed
-        return {"epoch": self.stream.epoch, "consumed": int(consumed)}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.stream.epoch = int(state["epoch"])
-        if "consumed" in state:
-            self.stream.consumed = int(state["consumed"])
-        else:  # checkpoints before 2026-11-26 counted whole rollouts
-            self.stream.consumed = int(state["position"]) * self.stream.batches_per_rollout
-
 
 def _identity(batch: RolloutChunk) -> RolloutChunk:
     return batch
+
+
+# -- learners that roll out one example at a time (SPO) ------------------------------------------------------------
+class ExampleStream(IterableDataset):
+    """Yields this rank's example indices, one per batch; an epoch visits every example once (see RolloutStream
+    for the sharding and the resumable ``consumed`` count)."""
+
+    def __init__(self, count: int, seed: int = 0):
+        self.count = count
+        self.seed = seed
+        self.epoch = 0
+        self.consumed = 0
+
+    def __len__(self) -> int:
+        _, world = distributed_rank()
+        return math.ceil(self.count / world)
+
+    def __iter__(self):
+        if self.consumed >= len(self):
+            self.epoch += 1
+            self.consumed = 0
+        shard = epoch_shard(self.count, len(self), self.seed, self.epoch)
+        for index in shard[self.consumed :]:
+            self.consumed += 1
+            yield int(index)
+
+
+class EpisodeDataModule(StreamState, BlocksDataModule):
+    """One training example per batch, for a learner that rolls it out itself (its schedule decides, example by
+    example, whether to roll out or to imitate the demonstration); it reads ``env`` and
+    :meth:`demonstration_batch` from here."""
+
+    def __init__(self, reward: str = "shaped", horizon: int = HORIZON, **kwargs):
+        super().__init__(**kwargs)
+        self.reward = RewardConfig.preset(reward)
+        self.horizon = horizon
+
+    @cached_property
+    def stream(self) -> ExampleStream:
+        return ExampleStream(len(self.train_examples), self.seed)
+
+    @cached_property
+    def env(self) -> VectorBlocksEnv:
+        return VectorBlocksEnv(
+            reward=self.reward, horizon=self.horizon, render_frames=self.renderer.render,
+            demonstrations=self.demonstrations,
+        )  # fmt: skip
+
+    @cached_property
+    def train_token_ids(self) -> list[list[int]]:
+        return self.token_ids(self.train_examples)
+
+    def demonstration_batch(self, index: int) -> dict[str, torch.Tensor] | None:
+        """Every step of training example ``index``'s demonstration in its own context (None without one)."""
+        example = self.train_examples[index]
+        if self.demonstrations(example.task) is None:
+            return None
+        steps = DemonstrationSteps([example], [self.train_token_ids[index]], self.renderer, self.frames,
+                                   self.demonstrations)  # fmt: skip
+        return steps.collate([steps[i] for i in range(len(steps))])
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(self.stream, batch_size=None)

@@ -126,6 +126,8 @@ def collect_rollout(
     moved = np.array([moved_block(task) for task in tasks])
     board = np.arange(n)
     oracle_directions, oracle_block = [], None
+    wants_goal = policy.has_goal_head  # the goal targets cost a gather per step: only for a goal head
+    kept_block = None  # a network that picks its block once per episode (SPO) keeps the first draw
     while not env.all_done:
         frames = observation["image"]
         frame_history.push(frames)
@@ -134,7 +136,7 @@ def collect_rollout(
         stacks = frame_history.stack()  # a view; index (a copy) only when some boards have finished
         images = torch.from_numpy(stacks if len(rows) == n else stacks[rows]).to(device)
         previous = observation["previous_action"]
-        goal = goal_targets(env.goals[board, moved], env.positions[board, moved])
+        goal = goal_targets(env.goals[board, moved], env.positions[board, moved]) if wants_goal else None
         rows_t = torch.from_numpy(rows).to(device)
         distribution = policy(images, text[rows_t], torch.from_numpy(previous[rows]).to(device))
         _, block_rows, direction_rows = distribution.sample(generator)
@@ -142,6 +144,9 @@ def collect_rollout(
         direction = np.full(n, 4, np.int64)
         block[rows] = block_rows.cpu().numpy()
         direction[rows] = direction_rows.cpu().numpy()
+        if getattr(policy, "block_per_episode", False):
+            kept_block = block.copy() if kept_block is None else kept_block
+            block = kept_block.copy()
         if oracle is not None:
             oracle_block, good = oracle(tasks, env.positions)
             oracle_directions.append(good)
@@ -157,7 +162,7 @@ def collect_rollout(
             steps, (frames, previous, block, direction, reward.astype(np.float32), active, goal), strict=True
         ):
             steps[key].append(value)
-    stacked = {k: torch.from_numpy(np.stack(v)) for k, v in steps.items()}
+    stacked = {k: torch.from_numpy(np.stack(v)) for k, v in steps.items() if k != "goal" or wants_goal}
     return Rollout(
         frames=stacked["frames"],
         previous_action=stacked["previous"],
@@ -168,7 +173,7 @@ def collect_rollout(
         tokens=tokens,
         lengths=lengths,
         final_error=torch.from_numpy(env.error.astype(np.float32)),
-        goal=stacked["goal"],
+        goal=stacked["goal"] if wants_goal else None,
         oracle_block=None if oracle is None else torch.from_numpy(oracle_block),
         oracle_directions=None if oracle is None else torch.from_numpy(np.stack(oracle_directions)),
     )

@@ -16,6 +16,10 @@ import torch
 
 from blocks.errors import CheckpointError, ConfigError
 from blocks.model.policy import PolicyNetwork
+from blocks.model.spo import SPONetwork
+
+# network.architecture -> the class every learner, agent and loader builds from the same keys
+ARCHITECTURES: dict[str, type[PolicyNetwork]] = {"paper": PolicyNetwork, "spo": SPONetwork}
 
 # Network options that left the package after they measured no gain (docs/experiments/network-options.md):
 # a checkpoint that used them at these values is the plain network and still loads.
@@ -33,14 +37,25 @@ def network_options(options: dict[str, Any] | None, source: str = "network") -> 
                     f"{source}: network.{key}={value!r} was removed from the package (it measured no gain; "
                     f"docs/experiments/network-options.md); load it with blocks 0.1"
                 )
-    known = set(inspect.signature(PolicyNetwork).parameters) - {"vocab_size"}
+    architecture = options.get("architecture", "paper")
+    if architecture not in ARCHITECTURES:
+        raise ConfigError(
+            f"{source}: unknown network.architecture={architecture!r}; one of {', '.join(ARCHITECTURES)}"
+        )
+    known = set(inspect.signature(ARCHITECTURES[architecture]).parameters) - {"vocab_size"} | {"architecture"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise ConfigError(
             f"{source}: unknown network key(s) {', '.join('network.' + k for k in unknown)}; "
-            f"the network takes {', '.join(sorted(known))}"
+            f"network.architecture={architecture} takes {', '.join(sorted(known))}"
         )
     return options
+
+
+def build_network(vocab_size: int, options: dict[str, Any]) -> PolicyNetwork:
+    """The network that ``options`` (checked by :func:`network_options`) describe, freshly initialised."""
+    options = dict(options)
+    return ARCHITECTURES[options.pop("architecture", "paper")](vocab_size=vocab_size, **options)
 
 
 @dataclass
@@ -63,7 +78,7 @@ class PolicyCheckpoint:
 
     def build(self) -> PolicyNetwork:
         """The network with its trained weights, in eval mode."""
-        network = PolicyNetwork(vocab_size=len(self.vocabulary), **self.network)
+        network = build_network(len(self.vocabulary), self.network)
         network.load_state_dict(self.policy_state)
         return network.eval()
 

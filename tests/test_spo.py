@@ -1,0 +1,144 @@
+"""Scheduled policy optimisation (model=spo): its network, its loss and its schedule, on real examples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import pytorch_lightning as pl
+import torch
+
+from blocks.errors import ConfigError
+from blocks.learn.data import EpisodeDataModule
+from blocks.learn.rollout import collect_rollout
+from blocks.learn.spo import SPOLearner, clipped_policy_loss
+from blocks.model.checkpoint import build_network
+from blocks.model.policy import pad_token_ids
+from blocks.model.spo import SPONetwork
+from blocks.world.vector_env import VectorBlocksEnv
+
+SPO = {"architecture": "spo"}
+
+
+def test_the_clipped_surrogate_stops_pulling_past_the_clip():
+    old = torch.zeros(3)
+    advantage = torch.tensor([1.0, 1.0, -1.0])
+    inside = clipped_policy_loss(torch.log(torch.tensor([1.02, 1.02, 0.98])), old, advantage, clip=0.05)
+    assert inside.item() == pytest.approx(-(1.02 + 1.02 - 0.98) / 3, rel=1e-5)
+    # beyond 1 + clip a positive advantage earns no more, and its gradient vanishes
+    far = torch.log(torch.tensor([1.5])).requires_grad_()
+    loss = clipped_policy_loss(far, torch.zeros(1), torch.ones(1), clip=0.05)
+    loss.backward()
+    assert loss.item() == pytest.approx(-1.05) and far.grad.abs().item() == 0.0
+
+
+def test_the_block_is_read_from_the_words_alone_and_the_value_from_the_state():
+    torch.manual_seed(0)
+    net = build_network(30, SPO)
+    assert isinstance(net, SPONetwork) and not net.has_goal_head
+    text = net.encode_instruction(torch.tensor([[2, 3, 4]] * 2), torch.tensor([3, 3]))
+    images = torch.randint(0, 256, (2, 15, 120, 120), dtype=torch.uint8)
+    features = net.joint_features(images, text, torch.tensor([-1, 6]))
+    out = net.action_distribution(features)
+    assert torch.allclose(
+        out.block_log_probs[0], out.block_log_probs[1]
+    )  # other picture, other previous action
+    assert not torch.allclose(out.direction_log_probs[0], out.direction_log_probs[1])
+    assert net.value(features).shape == (2,)
+    ablated = build_network(30, {**SPO, "text_block_head": False})
+    features = ablated.joint_features(images, text, torch.tensor([-1, 6]))
+    blocks = ablated.action_distribution(features).block_log_probs
+    assert not torch.allclose(blocks[0], blocks[1])
+
+
+def test_a_rollout_keeps_the_first_block_it_draws(renderer, two_block_task):
+    torch.manual_seed(0)
+    net = build_network(10, SPO)
+    torch.nn.init.zeros_(net.block_head.weight)  # a uniform block distribution: redrawing would change it
+    tokens, lengths = pad_token_ids([[2, 3]] * 4)
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    rollout = collect_rollout(
+        net, env, [two_block_task] * 4, tokens, lengths, torch.Generator().manual_seed(0)
+    )
+    for board in range(4):
+        acted = rollout.block[rollout.active[:, board], board]
+        assert len(set(acted.tolist())) == 1
+    assert len(set(rollout.block[0].tolist())) > 1  # the boards drew different blocks
+    assert rollout.goal is None  # no goal head, no goal targets
+
+
+def test_it_needs_its_network_and_sane_settings():
+    with pytest.raises(ConfigError, match="network=spo"):
+        SPOLearner(["<pad>", "<unk>"], {"architecture": "paper"})
+    with pytest.raises(ConfigError, match="model.clip"):
+        SPOLearner(["<pad>", "<unk>"], SPO, clip=1.5)
+
+
+@pytest.mark.parametrize("schedule", [True, False])
+def test_the_schedule_imitates_after_an_episode_worse_than_the_running_mean(
+    schedule, corpus_root, monkeypatch
+):
+    """Each example is either rolled out (4 PPO steps) or, right after a worse-than-average episode, imitated (one
+    step); without the schedule every example is rolled out."""
+    data = EpisodeDataModule(root=str(corpus_root), max_train_examples=12, max_val_examples=4, seed=0)
+    learner = SPOLearner(data.vocabulary.to_list(), SPO, schedule=schedule, schedule_window=100)
+    events: list[str] = []
+    rollout_errors: list[float] = []
+    original_ppo, original_imitation = learner.ppo_update, learner.imitation_step
+
+    def ppo(rollout, gold_block):
+        events.append("rollout")
+        rollout_errors.append(float(rollout.final_error[0]))
+        original_ppo(rollout, gold_block)
+
+    def imitation(batch):
+        events.append("imitation")
+        original_imitation(batch)
+
+    monkeypatch.setattr(learner, "ppo_update", ppo)
+    monkeypatch.setattr(learner, "imitation_step", imitation)
+    trainer = pl.Trainer(max_epochs=1, limit_val_batches=0, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
+    trainer.fit(learner, data)
+    assert len(events) == 12
+    expected, seen = [], []
+    for event in events:  # replay the rule on the rolled-out errors
+        if expected and expected[-1] == "imitate":
+            expected[-1] = "done"
+            assert event == "imitation"
+            continue
+        assert event == "rollout"
+        error = rollout_errors[len(seen)]
+        if seen and schedule and error > np.mean(seen):
+            expected.append("imitate")
+        else:
+            expected.append("done")
+        seen.append(error)
+    rollouts = events.count("rollout")
+    assert trainer.global_step == 4 * rollouts + events.count("imitation")
+    assert (events.count("imitation") > 0) == schedule
+
+
+def test_the_schedule_and_the_sampling_resume_exactly():
+    learner = SPOLearner(["<pad>", "<unk>", "a"], SPO)
+    learner.generator.manual_seed(5)
+    learner.recent.extend([3.0, 5.0])
+    learner.imitate_next = True
+    saved: dict = {}
+    learner.on_save_checkpoint(saved)
+    expected = torch.rand(3, generator=learner.generator)
+    resumed = SPOLearner(["<pad>", "<unk>", "a"], SPO)
+    resumed.on_load_checkpoint(saved)
+    assert list(resumed.recent) == [3.0, 5.0] and resumed.imitate_next and resumed.generator_seeded
+    assert torch.equal(torch.rand(3, generator=resumed.generator), expected)
+
+
+def test_the_example_stream_resumes_inside_an_epoch():
+    from blocks.learn.data import ExampleStream
+
+    stream = ExampleStream(10, seed=3)
+    first = list(stream)
+    assert sorted(first) == list(range(10))
+    again = ExampleStream(10, seed=3)
+    again.epoch, again.consumed = 0, 4  # as restored from a checkpoint taken after 4 batches of epoch 0
+    assert list(again) == first[4:]
+    assert sorted(list(stream)) == list(range(10)) and stream.epoch == 1
