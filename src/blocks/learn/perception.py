@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from blocks.corpus.loader import load_split
 from blocks.errors import ConfigError
 from blocks.learn.data import distributed_rank
-from blocks.model.perception import CELL, NUM_CLASSES, BoardReader, decode
+from blocks.model.perception import CELL, NUM_CLASSES, BoardReader
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import BLOCK_SIDE, COLLISION_REACH, MAX_BLOCKS
 from blocks.world.transitions import pad_boards
@@ -197,13 +197,15 @@ class PerceptionLearner(pl.LightningModule):
         weights[0] = background_weight
         self.register_buffer("class_weights", weights, persistent=False)
         self.hits: dict[str, list[torch.Tensor]] = {"logo": [], "digit": []}
+        self.decoration_hits: list[torch.Tensor] = []
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        logits = self.reader(batch["images"])
+        logits, logo = self.reader(batch["images"])
         loss = F.cross_entropy(logits, batch["cells"], weight=self.class_weights)
+        loss = loss + F.binary_cross_entropy_with_logits(logo, batch["logo"].float())
         with torch.no_grad():
             blocks = batch["cells"] > 0
             accuracy = (logits.argmax(1)[blocks] == batch["cells"][blocks]).float().mean()
@@ -212,7 +214,8 @@ class PerceptionLearner(pl.LightningModule):
         return loss
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        found, found_present, _ = decode(self.reader(batch["images"]), self.reader.camera)
+        found, found_present, logo = self.reader.read(batch["images"])
+        self.decoration_hits.append((logo == batch["logo"]).float())
         for name, rows in (("logo", batch["logo"]), ("digit", ~batch["logo"])):
             self.hits[name].append(
                 located(
@@ -229,6 +232,9 @@ class PerceptionLearner(pl.LightningModule):
                 figures[f"val/located_{name}"] = joined.mean()
                 every.append(joined)
             hits.clear()
+        if self.decoration_hits:
+            figures["val/decoration_accuracy"] = torch.cat(self.decoration_hits).mean()
+            self.decoration_hits.clear()
         if every:
             figures["val/missed"] = 1.0 - torch.cat(every).mean()  # the checkpoint monitor (lower is better)
         self.log_dict(figures, sync_dist=True, prog_bar=True)

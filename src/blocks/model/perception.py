@@ -25,7 +25,8 @@ DILATIONS = (1, 2, 1)
 
 
 class BoardReader(nn.Module):
-    """uint8 frames ``(B, 3, H, W)`` -> cell logits ``(B, 21, H / 4, W / 4)``.
+    """uint8 frames ``(B, 3, H, W)`` -> cell logits ``(B, 21, H / 4, W / 4)`` and a logo logit ``(B,)`` (logo
+    boards against digit boards: the labels' meaning depends on it).
 
     One full-resolution convolution keeps the strokes of two-digit numbers (about 3 pixels wide), two strided
     ones reach the cell grid, and three more (one dilated) see a whole face and its neighbours.
@@ -48,19 +49,22 @@ class BoardReader(nn.Module):
             nn.Conv2d(channels, channels, 3, padding=d, dilation=d) for d in DILATIONS
         )
         self.classify = nn.Conv2d(channels, NUM_CLASSES, 1)
+        self.decoration = nn.Linear(channels, 1)
         self.camera = Camera(image_size)
         self.to(memory_format=torch.channels_last)  # about a quarter faster on the CPU (oneDNN)
 
-    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+    def forward(self, frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.stem((frames.float() / 127.5 - 1.0).contiguous(memory_format=torch.channels_last))
         for conv in self.context:
             x = F.relu(x + conv(x))  # residual: each layer adds context to what the cell already holds
-        return self.classify(x)
+        return self.classify(x), self.decoration(x.mean(dim=(2, 3))).squeeze(1)
 
     @torch.no_grad()
     def read(self, frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(positions ``(B, 20, 2)`` on the board, present ``(B, 20)``, confidence ``(B, 20)``) of uint8 frames."""
-        return decode(self(frames), self.camera)
+        """(positions ``(B, 20, 2)`` on the board, present ``(B, 20)``, logo ``(B,)``) of uint8 frames."""
+        cells, logo = self(frames)
+        positions, present, _ = decode(cells, self.camera)
+        return positions, present, logo > 0
 
 
 def decode(
