@@ -70,12 +70,14 @@ def main() -> None:
             axis.plot(frames_at(columns, rows) / 1e6, values, marker="o" if key.startswith("val") else None,
                       markersize=3, label=label)  # fmt: skip
             axis.set_title(title)
+            if key == "val/horizon_rate":
+                axis.set_ylim(-0.05, 1.05)
             axis.set_xlabel("frames trained on (millions)")
             axis.grid(alpha=0.3)
-    axes[0].legend()
+    figure.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(labels), fontsize=9)
     if args.title:
         figure.suptitle(args.title)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.08, 1, 1))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.out, dpi=110)
     print(f"wrote {args.out}")
