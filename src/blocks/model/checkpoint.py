@@ -15,6 +15,8 @@ from typing import Any
 import torch
 
 from blocks.errors import CheckpointError, ConfigError
+from blocks.model.goal_predictor import GoalPredictor
+from blocks.model.perception import BoardReader
 from blocks.model.policy import PolicyNetwork
 from blocks.model.spo import SPONetwork
 
@@ -113,3 +115,44 @@ def load_policy(
     """The trained network of a checkpoint (eval mode, on ``map_location``) and its vocabulary."""
     checkpoint = read_checkpoint(path, map_location)
     return checkpoint.build().to(map_location), checkpoint.vocabulary
+
+
+def _learner_checkpoint(path: str | Path, kind: str, map_location: str | torch.device) -> dict[str, Any]:
+    if not Path(path).is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        checkpoint = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as error:
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({type(error).__name__}: {error})"
+        ) from error
+    found = checkpoint.get("hyper_parameters", {}).get("kind") if isinstance(checkpoint, dict) else None
+    if found != kind:
+        raise CheckpointError(f"{path}: a {found!r} checkpoint where a {kind!r} one is needed")
+    return checkpoint
+
+
+def _weights(checkpoint: dict[str, Any], prefix: str) -> dict[str, torch.Tensor]:
+    return {k.removeprefix(prefix): v for k, v in checkpoint["state_dict"].items() if k.startswith(prefix)}
+
+
+def load_reader(path: str | Path, map_location: str | torch.device = "cpu") -> BoardReader:
+    """The board reader of a ``model=perception`` checkpoint, in eval mode."""
+    checkpoint = _learner_checkpoint(path, "perception", map_location)
+    record = checkpoint["hyper_parameters"]
+    reader = BoardReader(record["image_size"], record["channels"])
+    reader.load_state_dict(_weights(checkpoint, "reader."))
+    return reader.to(map_location).eval()
+
+
+def load_goal_predictor(
+    path: str | Path, map_location: str | torch.device = "cpu"
+) -> tuple[GoalPredictor, list[str]]:
+    """The goal predictor of a ``model=goal_predictor`` checkpoint and its vocabulary, in eval mode."""
+    checkpoint = _learner_checkpoint(path, "goal_predictor", map_location)
+    record = checkpoint["hyper_parameters"]
+    predictor = GoalPredictor(
+        len(record["vocabulary"]), record["word_dim"], record["dim"], record["heads"], record["layers"]
+    )
+    predictor.load_state_dict(_weights(checkpoint, "predictor."))
+    return predictor.to(map_location).eval(), list(record["vocabulary"])

@@ -1,0 +1,153 @@
+"""The read-and-plan agent (ours): given a true reading it walks the demonstration's way and stops; a misread
+board makes it read again; the board reader and goal predictor learn what they are meant to on small data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from blocks.agents.reader import ReadAndPlanAgent
+from blocks.evaluate import evaluate
+from blocks.model.goal_predictor import GoalPredictor
+from blocks.model.perception import BoardReader
+from blocks.world.planner import moved_block
+from blocks.world.task import Task
+from blocks.world.transitions import pad_boards
+from blocks.world.vector_env import VectorBlocksEnv
+
+WORDS = ["<pad>", "<unk>", "move"]
+
+
+class TruthfulAgent(ReadAndPlanAgent):
+    """Reads the simulator instead of the picture: what a perfect reader and goal predictor would give."""
+
+    def begin(self, tasks, seed=None, instructions=None):
+        super().begin(tasks, seed, instructions)
+        self.tasks = tasks
+
+    def perceive(self, frames, rows):
+        for row in rows:
+            task = self.tasks[row]
+            positions, present = pad_boards([task.start])
+            block = moved_block(task)
+            self.plans[row] = self.plan_for(positions[0], present[0], block, task.goal[block])
+        self.needs_plan[rows] = False
+
+
+def agent(cls=ReadAndPlanAgent) -> ReadAndPlanAgent:
+    return cls(BoardReader(), GoalPredictor(len(WORDS), dim=16, heads=2, layers=1), WORDS)
+
+
+def test_with_a_true_reading_it_follows_the_shortest_path_and_stops(corpus_root, renderer):
+    from blocks.agents.baselines import DemonstrationAgent
+    from blocks.corpus.loader import load_split
+
+    examples = load_split("dev", corpus_root)[:24]
+    truthful = evaluate(agent(TruthfulAgent), examples, render_frames=renderer.render, progress=False)
+    demonstrated = evaluate(DemonstrationAgent(), examples, progress=False)
+    assert truthful["mean_error"] == pytest.approx(demonstrated["mean_error"], abs=1e-9)
+    assert truthful["horizon_rate"] == 0.0
+
+
+def test_a_failed_move_makes_it_read_again_and_it_stops_after_too_many(renderer):
+    """The perceived board puts block 1 elsewhere: the path runs into it, the picture does not change, the agent
+    reads again (the same misreading) and gives up after ``max_replans`` failures."""
+
+    class Misreading(ReadAndPlanAgent):
+        reads = 0
+
+        def perceive(self, frames, rows):
+            self.reads += 1
+            for row in rows:  # block 0 must go right; block 1 is perceived far away but stands in the way
+                self.plans[row] = self.plan_for(np.array([[0.0, 0.0], [5.0, 5.0]]), np.array([True, True]), 0,
+                                                np.array([0.5, 0.0]))  # fmt: skip
+            self.needs_plan[rows] = False
+
+    task = Task(np.array([[0.0, 0.0], [0.2, 0.0]]), np.array([[0.5, 0.0], [0.2, 0.0]]))
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    reader_agent = agent(Misreading)
+    reader_agent.max_replans = 2
+    observation, _ = env.reset([task])
+    reader_agent.begin([task], instructions=["move"])
+    actions = []
+    while not env.all_done:
+        action = reader_agent.act(observation)
+        actions.append(int(action[0]))
+        observation, *_ = env.step(action)
+    assert reader_agent.reads == 3 and actions[-1] == 80 and len(actions) == 4  # 3 failed moves, then STOP
+
+
+def test_untrained_networks_give_a_valid_plan_from_pictures(renderer, two_block_task):
+    torch.manual_seed(0)
+    reader_agent = agent()
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    observation, _ = env.reset([two_block_task] * 2)
+    reader_agent.begin([two_block_task] * 2, instructions=["move", "move"])
+    actions = reader_agent.act(observation)
+    assert actions.shape == (2,) and ((actions >= 0) & (actions <= 80)).all()
+    assert reader_agent.perceived["positions"].shape == (2, 20, 2)
+
+
+def test_cell_targets_mark_each_block_face_and_random_boards_never_overlap(renderer):
+    from blocks.learn.perception import cell_targets, random_boards
+    from blocks.world.geometry import COLLISION_REACH
+
+    positions, present, logo = random_boards(np.random.default_rng(0), 16)
+    for board, seen in zip(positions, present, strict=True):
+        points = board[seen]
+        gaps = np.abs(points[:, None] - points[None]).max(-1) + np.eye(len(points)) * 9
+        assert (gaps > COLLISION_REACH).all()
+    targets = cell_targets(renderer, positions, present)
+    for i in range(16):
+        assert set(np.unique(targets[i])) - {0} == {b + 1 for b in np.flatnonzero(present[i])}
+    # a block's cells sit where the camera draws its face
+    row, column = renderer.camera.project(
+        positions[0, present[0]][:, 0], positions[0, present[0]][:, 1], 0.1524
+    )
+    for label, r, c in zip(np.flatnonzero(present[0]), row, column, strict=True):
+        assert targets[0, int(r) // 4, int(c) // 4] == label + 1
+
+
+def test_the_reader_learns_a_fixed_batch_and_decodes_positions(renderer):
+    from blocks.learn.perception import PerceptionLearner, board_batch, random_boards
+
+    torch.manual_seed(0)
+    learner = PerceptionLearner(channels=32)
+    batch = board_batch(renderer, *random_boards(np.random.default_rng(1), 6))
+    optimizer = torch.optim.Adam(learner.parameters(), lr=3e-3)
+    for _ in range(140):
+        loss = torch.nn.functional.cross_entropy(
+            learner.reader(batch["images"])[0], batch["cells"], weight=learner.class_weights
+        )
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    found, found_present, _ = learner.reader.read(batch["images"])
+    distance = torch.linalg.vector_norm(found - batch["positions"], dim=-1)[batch["present"]] / 0.1524
+    assert (found_present[batch["present"]]).float().mean() > 0.8 and distance.median() < 0.5
+
+
+def test_the_goal_predictor_fits_a_few_instructions(corpus_root):
+    from blocks.corpus.loader import load_split
+    from blocks.corpus.text import Vocabulary
+    from blocks.learn.goal import goal_batch, goal_errors
+    from blocks.model.goal_predictor import goal_losses
+
+    examples = load_split("dev", corpus_root)[:32]
+    vocabulary = Vocabulary.build(x.tokens for x in examples)
+    batch = goal_batch(examples, [vocabulary.encode(x.tokens) for x in examples])
+    torch.manual_seed(0)
+    predictor = GoalPredictor(len(vocabulary), dim=64, heads=2, layers=1)
+    optimizer = torch.optim.Adam(predictor.parameters(), lr=5e-3)
+    _, before, _ = goal_errors(predictor, batch)
+    for _ in range(120):
+        moved, goals, _ = predictor(
+            batch["tokens"], batch["lengths"], batch["positions"], batch["present"], batch["logo"]
+        )
+        loss = sum(goal_losses(moved, goals, batch["block"], batch["goal"]))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    found, after, _ = goal_errors(predictor, batch)
+    assert found.float().mean() > 0.9 and after.mean() < 0.5 * before.mean()
