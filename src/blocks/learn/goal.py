@@ -101,26 +101,35 @@ class GoalLearner(pl.LightningModule):
         lr: float = 1e-3,
         position_noise: float = 0.1,
         block_loss_weight: float = 1.0,
+        dropout: float = 0.0,
+        translate: float = 0.0,
+        see_positions: bool = True,
     ):
         super().__init__()
-        if lr <= 0 or position_noise < 0 or block_loss_weight < 0:
+        if lr <= 0 or min(position_noise, block_loss_weight, translate) < 0 or not 0 <= dropout < 1:
             raise ConfigError(
-                "model.lr must be positive, model.position_noise and model.block_loss_weight >= 0"
+                "model.lr must be positive, model.position_noise, model.block_loss_weight and model.translate >= 0, "
+                "model.dropout in [0, 1)"
             )
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
-        self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers)
+        self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout, see_positions)
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        positions = batch["positions"] + self.hparams.position_noise * torch.randn_like(batch["positions"])
+        # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to
+        # ``translate`` block lengths, and every block jittered by ``position_noise``.
+        shift = self.hparams.translate * (2 * torch.rand(len(batch["goal"]), 1, 2, device=self.device) - 1)
+        positions = (
+            batch["positions"] + shift + self.hparams.position_noise * torch.randn_like(batch["positions"])
+        )
         moved, goals, _ = self.predictor(
             batch["tokens"], batch["lengths"], positions, batch["present"], batch["logo"]
         )
-        block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"])
+        block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0])
         loss = self.hparams.block_loss_weight * block_loss + goal_loss
         self.log_dict({"train/loss": loss, "train/block_loss": block_loss, "train/goal_loss": goal_loss},
                       batch_size=len(moved))  # fmt: skip

@@ -9,10 +9,14 @@ from blocks.learn.bandit import BanditLearner
 from blocks.learn.base import PolicyLearner
 from blocks.learn.distill import DistillationLearner
 from blocks.learn.oracle import OracleLearner
+from blocks.learn.spo import SPOLearner
 from blocks.learn.supervised import SupervisedLearner
 from blocks.model.checkpoint import read_checkpoint
 
-LEARNERS = {cls.kind: cls for cls in (SupervisedLearner, BanditLearner, OracleLearner, DistillationLearner)}
+LEARNERS = {
+    cls.kind: cls
+    for cls in (SupervisedLearner, BanditLearner, OracleLearner, DistillationLearner, SPOLearner)
+}
 
 
 def load_learner(path: str, map_location: str | torch.device = "cpu") -> PolicyLearner:

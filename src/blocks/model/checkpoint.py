@@ -152,7 +152,13 @@ def load_goal_predictor(
     checkpoint = _learner_checkpoint(path, "goal_predictor", map_location)
     record = checkpoint["hyper_parameters"]
     predictor = GoalPredictor(
-        len(record["vocabulary"]), record["word_dim"], record["dim"], record["heads"], record["layers"]
+        len(record["vocabulary"]),
+        record["word_dim"],
+        record["dim"],
+        record["heads"],
+        record["layers"],
+        record.get("dropout", 0.0),
+        record.get("see_positions", True),
     )
     predictor.load_state_dict(_weights(checkpoint, "predictor."))
     return predictor.to(map_location).eval(), list(record["vocabulary"])

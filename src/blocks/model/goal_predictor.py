@@ -25,8 +25,17 @@ BOARD_TOKEN = MAX_BLOCKS  # the index of the board's own token, after the 20 blo
 
 
 class GoalPredictor(nn.Module):
-    def __init__(self, vocab_size: int, word_dim: int = 100, dim: int = 128, heads: int = 4, layers: int = 2):
+    def __init__(
+        self,
+        vocab_size: int,
+        word_dim: int = 100,
+        dim: int = 128,
+        heads: int = 4,
+        layers: int = 2,
+        dropout: float = 0.0,
+    ):
         super().__init__()
+        self.dropout = nn.Dropout(dropout)
         self.dim = dim
         self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
         self.lstm = nn.LSTM(word_dim, dim // 2, batch_first=True, bidirectional=True)
@@ -55,14 +64,14 @@ class GoalPredictor(nn.Module):
         and ``logo (B,)`` -> (moved-block log-probs ``(B, 20)``, per-block goals ``(B, 20, 2)`` if that block
         moved, reference weights ``(B, 21, 20)``). The goal of the block that moves is ``goals[b, moved]``."""
         batch = tokens.shape[0]
-        words, _ = self.lstm(self.word_embedding(tokens))
+        words, _ = self.lstm(self.dropout(self.word_embedding(tokens)))
         padding = (
             torch.arange(tokens.shape[1], device=tokens.device)[None] >= lengths.to(tokens.device)[:, None]
         )
         labels = torch.arange(MAX_BLOCKS, device=tokens.device)[None] + MAX_BLOCKS * logo.long()[:, None]
         labels = torch.cat([labels, torch.full((batch, 1), 2 * MAX_BLOCKS, device=tokens.device)], dim=1)
         places = torch.cat([positions, positions.new_zeros(batch, 1, 2)], dim=1)  # the board at the centre
-        x = self.label(labels) + self.place(places)
+        x = self.label(labels) + self.place(places) if self.see_positions else self.label(labels)
         absent = torch.cat([~present, present.new_zeros(batch, 1)], dim=1)
         for read, relate in zip(self.read_words, self.relate, strict=True):
             x = x + read(x, words, words, key_padding_mask=padding, need_weights=False)[0]

@@ -1,0 +1,81 @@
+"""Where the read-and-plan agent loses: the error of each stage on a split, measured apart (ours).
+
+    python scripts/stage_errors.py --reader <perception.ckpt> --goal <goal_predictor.ckpt> --split dev
+
+Prints one JSON line:
+- perception: the share of present blocks the board reader places within half a block length of where they
+  stand (start boards of the split; logo and digit boards apart) and how often it tells logos from digits;
+- block choice and goal, teacher-forced: the share of moved blocks the goal predictor names and the distance
+  (block lengths) from its goal to the true one, reading the true positions, then reading the perceived ones;
+- the ceiling of execution: the demonstrations' own error (the planner ends on the grid cell nearest the goal).
+Either checkpoint may be left out; its stages are then skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import torch
+
+from blocks.corpus.loader import SPLITS, load_split
+from blocks.corpus.text import Vocabulary
+from blocks.learn.goal import goal_batch, goal_errors
+from blocks.learn.perception import board_batch, corpus_boards, location_accuracy
+from blocks.model.checkpoint import load_goal_predictor, load_reader
+from blocks.render.renderer import Renderer
+from blocks.world.geometry import BLOCK_SIDE
+from blocks.world.transitions import pad_boards
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reader", help="a model=perception checkpoint")
+    parser.add_argument("--goal", help="a model=goal_predictor checkpoint")
+    parser.add_argument("--split", default="dev", choices=SPLITS)
+    parser.add_argument("--root", default=None, help="corpus folder (default: $BLOCKS_DATA)")
+    parser.add_argument("--limit", type=int, default=None, help="first N examples of the split")
+    args = parser.parse_args()
+    torch.set_grad_enabled(False)
+    examples = load_split(args.split, args.root)[: args.limit]
+    record: dict[str, object] = {"split": args.split, "examples": len(examples)}
+    renderer = Renderer(args.root)
+    reader = load_reader(args.reader) if args.reader else None
+    if reader is not None:
+        record["perception"] = location_accuracy(reader, renderer, corpus_boards(args.split, args.root))
+        logo_hits = []
+        for start in range(0, len(examples), 128):
+            chunk = examples[start : start + 128]
+            positions, present = pad_boards([x.task.start for x in chunk])
+            logo = np.array([x.decoration == "logo" for x in chunk])
+            batch = board_batch(renderer, positions, present, logo)
+            logo_hits.append((reader.read(batch["images"])[2] == batch["logo"]).numpy())
+        record["perception"]["decoration_accuracy"] = float(np.concatenate(logo_hits).mean())
+    if args.goal:
+        predictor, words = load_goal_predictor(args.goal)
+        vocabulary = Vocabulary(words)
+        readings = {"true_positions": [], "perceived_positions": []} if reader else {"true_positions": []}
+        for start in range(0, len(examples), 128):
+            chunk = examples[start : start + 128]
+            batch = goal_batch(chunk, [vocabulary.encode(x.tokens) for x in chunk])
+            readings["true_positions"].append(goal_errors(predictor, batch))
+            if reader is not None:
+                images = board_batch(renderer, *pad_boards([x.task.start for x in chunk]),
+                                     np.array([x.decoration == "logo" for x in chunk]))["images"]  # fmt: skip
+                positions, present, logo = reader.read(images)
+                seen = {**batch, "positions": positions / BLOCK_SIDE, "present": present, "logo": logo}
+                readings["perceived_positions"].append(goal_errors(predictor, seen))
+        for name, parts in readings.items():
+            found, error, forced = (torch.cat(p) for p in zip(*parts, strict=True))
+            record[name] = {
+                "block_accuracy": round(float(found.float().mean()), 4),
+                "goal_error_mean": round(float(error.mean()), 3),
+                "goal_error_median": round(float(error.median()), 3),
+                "true_block_goal_error_mean": round(float(forced.mean()), 3),
+            }
+    print(json.dumps(record))
+
+
+if __name__ == "__main__":
+    main()
