@@ -37,7 +37,11 @@ class ReadAndPlanAgent(Agent):
         predictor: GoalPredictor,
         vocabulary: Vocabulary | Sequence[str],
         max_replans: int = 3,
+        min_block_probability: float = 0.0,
     ):
+        """``min_block_probability``: below it the agent stops at once instead of moving a block it is unsure of
+        (moving the wrong block adds its displacement to the error; stopping leaves the error as it was)."""
+        self.min_block_probability = min_block_probability
         self.reader = reader
         self.predictor = predictor
         self.vocab = vocabulary if isinstance(vocabulary, Vocabulary) else Vocabulary(vocabulary)
@@ -47,10 +51,15 @@ class ReadAndPlanAgent(Agent):
 
     @classmethod
     def from_checkpoints(
-        cls, reader: str, goal: str, device: str = "cpu", max_replans: int = 3
+        cls,
+        reader: str,
+        goal: str,
+        device: str = "cpu",
+        max_replans: int = 3,
+        min_block_probability: float = 0.0,
     ) -> ReadAndPlanAgent:
         predictor, vocabulary = load_goal_predictor(goal, device)
-        return cls(load_reader(reader, device), predictor, vocabulary, max_replans)
+        return cls(load_reader(reader, device), predictor, vocabulary, max_replans, min_block_probability)
 
     def begin(
         self, tasks: Sequence[Task], seed: int | None = None, instructions: Sequence[str] | None = None
@@ -81,12 +90,15 @@ class ReadAndPlanAgent(Agent):
             present,
             logo,
         )
-        block = moved.argmax(-1)
+        confidence, block = moved.exp().max(-1)
         goal = goals[torch.arange(len(rows)), block] * BLOCK_SIDE
+        unsure = (confidence < self.min_block_probability).cpu().numpy()
         positions, present = positions.cpu().numpy(), present.cpu().numpy()
         block, goal = block.cpu().numpy(), goal.cpu().numpy()
         for i, row in enumerate(rows):
-            self.plans[row] = self.plan_for(positions[i], present[i], int(block[i]), goal[i])
+            self.plans[row] = (
+                [] if unsure[i] else self.plan_for(positions[i], present[i], int(block[i]), goal[i])
+            )
             self.perceived.setdefault("positions", np.zeros((len(frames), MAX_BLOCKS, 2)))[row] = positions[i]
             self.perceived.setdefault("present", np.zeros((len(frames), MAX_BLOCKS), bool))[row] = present[i]
             self.perceived.setdefault("goal", np.zeros((len(frames), 2)))[row] = goal[i]

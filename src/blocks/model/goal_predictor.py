@@ -33,8 +33,12 @@ class GoalPredictor(nn.Module):
         heads: int = 4,
         layers: int = 2,
         dropout: float = 0.0,
+        see_positions: bool = True,
     ):
+        """``see_positions=False``: the tokens know their labels, not where they stand, so the network cannot learn
+        the training layouts; positions then enter only as the references of the goal."""
         super().__init__()
+        self.see_positions = see_positions
         self.dropout = nn.Dropout(dropout)
         self.dim = dim
         self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
