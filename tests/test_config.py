@@ -15,7 +15,7 @@ from blocks.learn.train import check_config, pretraining
 
 from .conftest import REPO
 
-MODELS = ("supervised", "bandit", "reinforce", "oracle", "distill", "spo", "perception")
+MODELS = ("supervised", "bandit", "reinforce", "oracle", "distill", "spo", "perception", "goal_predictor")
 
 
 def composed(*overrides: str):

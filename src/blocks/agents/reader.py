@@ -38,10 +38,15 @@ class ReadAndPlanAgent(Agent):
         vocabulary: Vocabulary | Sequence[str],
         max_replans: int = 3,
         min_block_probability: float = 0.0,
+        clearance: float = 0.0,
+        clearance_step: float = 0.3,
     ):
         """``min_block_probability``: below it the agent stops at once instead of moving a block it is unsure of
-        (moving the wrong block adds its displacement to the error; stopping leaves the error as it was)."""
+        (moving the wrong block adds its displacement to the error; stopping leaves the error as it was).
+        ``clearance``: block lengths the first path keeps from the perceived blocks beyond what a collision needs;
+        each failed move adds ``clearance_step``, so the next path goes round the misread block more widely."""
         self.min_block_probability = min_block_probability
+        self.clearance, self.clearance_step = clearance, clearance_step
         self.reader = reader
         self.predictor = predictor
         self.vocab = vocabulary if isinstance(vocabulary, Vocabulary) else Vocabulary(vocabulary)
@@ -51,15 +56,11 @@ class ReadAndPlanAgent(Agent):
 
     @classmethod
     def from_checkpoints(
-        cls,
-        reader: str,
-        goal: str,
-        device: str = "cpu",
-        max_replans: int = 3,
-        min_block_probability: float = 0.0,
+        cls, reader: str, goal: str, device: str = "cpu", **options: float
     ) -> ReadAndPlanAgent:
+        """The agent of a board-reader checkpoint and a goal-predictor checkpoint; ``options`` as ``__init__``."""
         predictor, vocabulary = load_goal_predictor(goal, device)
-        return cls(load_reader(reader, device), predictor, vocabulary, max_replans, min_block_probability)
+        return cls(load_reader(reader, device), predictor, vocabulary, **options)
 
     def begin(
         self, tasks: Sequence[Task], seed: int | None = None, instructions: Sequence[str] | None = None
@@ -96,8 +97,11 @@ class ReadAndPlanAgent(Agent):
         positions, present = positions.cpu().numpy(), present.cpu().numpy()
         block, goal = block.cpu().numpy(), goal.cpu().numpy()
         for i, row in enumerate(rows):
+            clearance = (self.clearance + self.clearance_step * self.failures[row]) * BLOCK_SIDE
             self.plans[row] = (
-                [] if unsure[i] else self.plan_for(positions[i], present[i], int(block[i]), goal[i])
+                []
+                if unsure[i]
+                else self.plan_for(positions[i], present[i], int(block[i]), goal[i], clearance)
             )
             self.perceived.setdefault("positions", np.zeros((len(frames), MAX_BLOCKS, 2)))[row] = positions[i]
             self.perceived.setdefault("present", np.zeros((len(frames), MAX_BLOCKS), bool))[row] = present[i]
@@ -106,7 +110,9 @@ class ReadAndPlanAgent(Agent):
         self.needs_plan[rows] = False
 
     @staticmethod
-    def plan_for(positions: np.ndarray, present: np.ndarray, block: int, goal: np.ndarray) -> list[int]:
+    def plan_for(
+        positions: np.ndarray, present: np.ndarray, block: int, goal: np.ndarray, clearance: float = 0.0
+    ) -> list[int]:
         """The planner's moves of ``block`` to ``goal`` on the perceived board (labels not seen are parked far
         away), without its final STOP."""
         count = max(int(np.flatnonzero(present).max()) + 1 if present.any() else 0, block + 1)
@@ -117,7 +123,7 @@ class ReadAndPlanAgent(Agent):
         end[block] = goal
         if np.linalg.norm(goal - start[block]) <= 0.01:
             return []
-        return [int(a) for a in plan(Task(start, end)).actions if a != STOP]
+        return [int(a) for a in plan(Task(start, end), clearance=clearance).actions if a != STOP]
 
     def act(self, observation: dict[str, np.ndarray]) -> np.ndarray:
         frames = observation["image"]

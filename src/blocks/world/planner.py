@@ -23,6 +23,7 @@ import numpy as np
 from blocks.errors import ConfigError
 from blocks.world.geometry import (
     BOARD_HALF,
+    COLLISION_REACH,
     DIRECTION_DELTAS,
     HORIZON,
     NUM_DIRECTIONS,
@@ -68,8 +69,12 @@ def moved_block(task: Task) -> int:
     return int(moved[0]) if len(moved) else 0
 
 
-def plan(task: Task, max_moves: int = HORIZON, route: str = "astar") -> Demonstration:
-    """A* shortest path of the moved block to the reachable cell nearest its goal; ``route`` breaks ties."""
+def plan(task: Task, max_moves: int = HORIZON, route: str = "astar", clearance: float = 0.0) -> Demonstration:
+    """A* shortest path of the moved block to the reachable cell nearest its goal; ``route`` breaks ties.
+
+    ``clearance`` (board units) keeps the path that much farther from the other blocks than a collision needs: an
+    agent planning on a board it perceived, with its small misplacements, plans with some.
+    """
     check_route(route)
     block = moved_block(task)
     origin = task.start[block]
@@ -77,7 +82,10 @@ def plan(task: Task, max_moves: int = HORIZON, route: str = "astar") -> Demonstr
     others = np.delete(task.start, block, axis=0)
 
     grid = _grid(origin)
-    blocked = overlaps(grid, others).any(axis=-1) if len(others) else np.zeros(grid.shape[:2], dtype=bool)
+    reach = COLLISION_REACH + clearance
+    blocked = (
+        overlaps(grid, others, reach).any(axis=-1) if len(others) else np.zeros(grid.shape[:2], dtype=bool)
+    )
     heuristic = np.linalg.norm(grid - goal, axis=-1)
 
     start = (GRID_RADIUS, GRID_RADIUS)

@@ -18,14 +18,14 @@ from blocks.world.geometry import (
 )
 
 
-def overlaps(candidates: np.ndarray, others: np.ndarray) -> np.ndarray:
+def overlaps(candidates: np.ndarray, others: np.ndarray, reach: float = COLLISION_REACH) -> np.ndarray:
     """Whether squares centred at ``candidates (..., 2)`` overlap squares at ``others (..., K, 2)``.
 
-    The closed-interval rule of the release's planner: |dx| <= L + 0.002 and |dz| <= L + 0.002.
-    Returns ``(..., K)`` booleans.
+    The closed-interval rule of the release's planner: |dx| <= L + 0.002 and |dz| <= L + 0.002 (``reach``; a
+    planner that keeps clearance from blocks it only perceived passes a larger one). Returns ``(..., K)`` booleans.
     """
     gap = np.abs(others - candidates[..., None, :])
-    return (gap <= COLLISION_REACH).all(axis=-1)
+    return (gap <= reach).all(axis=-1)
 
 
 def apply_actions(
