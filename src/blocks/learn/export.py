@@ -16,13 +16,14 @@ import torch
 
 from blocks.errors import CheckpointError
 
+NETWORKS = ("policy.", "reader.", "predictor.")  # what a learner holds that acting needs (no metric states)
 KEPT = ("state_dict", "hyper_parameters", "pytorch-lightning_version", "epoch", "global_step", "frames_seen")
 
 
 def export(source: str | Path, destination: str | Path) -> Path:
     checkpoint = torch.load(source, map_location="cpu", weights_only=False)
     slim = {k: checkpoint[k] for k in KEPT if k in checkpoint}
-    slim["state_dict"] = {k: v for k, v in slim["state_dict"].items() if k.startswith("policy.")}
+    slim["state_dict"] = {k: v for k, v in slim["state_dict"].items() if k.startswith(NETWORKS)}
     slim["exported_from"] = str(source)
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)

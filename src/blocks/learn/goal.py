@@ -99,11 +99,10 @@ class GoalLearner(pl.LightningModule):
         heads: int = 4,
         layers: int = 2,
         lr: float = 1e-3,
-        position_noise: float = 0.1,
+        position_noise: float = 0.2,
         block_loss_weight: float = 1.0,
-        dropout: float = 0.0,
-        translate: float = 0.0,
-        see_positions: bool = True,
+        dropout: float = 0.1,
+        translate: float = 4.0,
     ):
         super().__init__()
         if lr <= 0 or min(position_noise, block_loss_weight, translate) < 0 or not 0 <= dropout < 1:
@@ -113,7 +112,7 @@ class GoalLearner(pl.LightningModule):
             )
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
-        self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout, see_positions)
+        self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout)
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
 
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -33,12 +33,8 @@ class GoalPredictor(nn.Module):
         heads: int = 4,
         layers: int = 2,
         dropout: float = 0.0,
-        see_positions: bool = True,
     ):
-        """``see_positions=False``: the tokens know their labels, not where they stand, so the network cannot learn
-        the training layouts; positions then enter only as the references of the goal."""
         super().__init__()
-        self.see_positions = see_positions
         self.dropout = nn.Dropout(dropout)
         self.dim = dim
         self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
@@ -75,7 +71,7 @@ class GoalPredictor(nn.Module):
         labels = torch.arange(MAX_BLOCKS, device=tokens.device)[None] + MAX_BLOCKS * logo.long()[:, None]
         labels = torch.cat([labels, torch.full((batch, 1), 2 * MAX_BLOCKS, device=tokens.device)], dim=1)
         places = torch.cat([positions, positions.new_zeros(batch, 1, 2)], dim=1)  # the board at the centre
-        x = self.label(labels) + self.place(places) if self.see_positions else self.label(labels)
+        x = self.label(labels) + self.place(places)
         absent = torch.cat([~present, present.new_zeros(batch, 1)], dim=1)
         for read, relate in zip(self.read_words, self.relate, strict=True):
             x = x + read(x, words, words, key_padding_mask=padding, need_weights=False)[0]
