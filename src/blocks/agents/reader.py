@@ -36,9 +36,9 @@ class ReadAndPlanAgent(Agent):
         reader: BoardReader,
         predictor: GoalPredictor,
         vocabulary: Vocabulary | Sequence[str],
-        max_replans: int = 3,
+        max_replans: int = 6,
         min_block_probability: float = 0.0,
-        clearance: float = 0.0,
+        clearance: float = 0.2,
         clearance_step: float = 0.3,
     ):
         """``min_block_probability``: below it the agent stops at once instead of moving a block it is unsure of
