@@ -127,6 +127,9 @@ def test_a_later_stage_of_a_recipe_needs_the_stage_before(experiment):
         check_config(cfg)
 
 
-@pytest.mark.parametrize("experiment", ["paper_supervised", "paper_bandit", "supervised_goal", "smoke", "board_reader", "goal_predictor"])
+@pytest.mark.parametrize(
+    "experiment",
+    ["paper_supervised", "paper_bandit", "supervised_goal", "smoke", "board_reader", "goal_predictor"],
+)
 def test_every_recipe_composes_and_passes_the_checks(experiment):
     check_config(composed(f"experiment={experiment}"))

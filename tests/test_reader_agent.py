@@ -151,3 +151,21 @@ def test_the_goal_predictor_fits_a_few_instructions(corpus_root):
         optimizer.step()
     found, after, _ = goal_errors(predictor, batch)
     assert found.float().mean() > 0.9 and after.mean() < 0.5 * before.mean()
+
+
+def test_two_copies_of_a_goal_predictor_act_as_one(renderer, two_block_task):
+    torch.manual_seed(0)
+    reader, predictor = BoardReader(), GoalPredictor(len(WORDS), dim=16, heads=2, layers=1).eval()
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    observation, _ = env.reset([two_block_task])
+    seen = []
+    for agent_ in (
+        ReadAndPlanAgent(reader, predictor, WORDS),
+        ReadAndPlanAgent(reader, [predictor, predictor], [WORDS, WORDS]),
+    ):
+        agent_.begin([two_block_task], instructions=["move"])
+        agent_.act(observation)
+        seen.append((agent_.perceived["block"].copy(), agent_.perceived["goal"].copy()))
+    assert seen[0][0] == seen[1][0] and np.allclose(seen[0][1], seen[1][1], atol=1e-5)
+    with pytest.raises(ValueError, match="one vocabulary per goal predictor"):
+        ReadAndPlanAgent(reader, [predictor, predictor], [WORDS])

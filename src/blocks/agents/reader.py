@@ -34,8 +34,8 @@ class ReadAndPlanAgent(Agent):
     def __init__(
         self,
         reader: BoardReader,
-        predictor: GoalPredictor,
-        vocabulary: Vocabulary | Sequence[str],
+        predictor: GoalPredictor | Sequence[GoalPredictor],
+        vocabulary: Vocabulary | Sequence[str] | Sequence[Vocabulary | Sequence[str]],
         max_replans: int = 6,
         min_block_probability: float = 0.0,
         clearance: float = 0.2,
@@ -44,23 +44,30 @@ class ReadAndPlanAgent(Agent):
         """``min_block_probability``: below it the agent stops at once instead of moving a block it is unsure of
         (moving the wrong block adds its displacement to the error; stopping leaves the error as it was).
         ``clearance``: block lengths the first path keeps from the perceived blocks beyond what a collision needs;
-        each failed move adds ``clearance_step``, so the next path goes round the misread block more widely."""
+        each failed move adds ``clearance_step``, so the next path goes round the misread block more widely.
+        Several goal predictors (with a vocabulary each) act as an ensemble: the mean of their block log-probabilities
+        and of their goals."""
         self.min_block_probability = min_block_probability
         self.clearance, self.clearance_step = clearance, clearance_step
         self.reader = reader
-        self.predictor = predictor
-        self.vocab = vocabulary if isinstance(vocabulary, Vocabulary) else Vocabulary(vocabulary)
+        single = isinstance(predictor, GoalPredictor)
+        self.predictors = [predictor] if single else list(predictor)
+        vocabularies = [vocabulary] if single else list(vocabulary)
+        if len(vocabularies) != len(self.predictors):
+            raise ValueError("give one vocabulary per goal predictor")
+        self.vocabs = [v if isinstance(v, Vocabulary) else Vocabulary(v) for v in vocabularies]
         self.max_replans = max_replans
         self.image_size = reader.image_size
         self.device = next(reader.parameters()).device
 
     @classmethod
     def from_checkpoints(
-        cls, reader: str, goal: str, device: str = "cpu", **options: float
+        cls, reader: str, goal: str | Sequence[str], device: str = "cpu", **options: float
     ) -> ReadAndPlanAgent:
-        """The agent of a board-reader checkpoint and a goal-predictor checkpoint; ``options`` as ``__init__``."""
-        predictor, vocabulary = load_goal_predictor(goal, device)
-        return cls(load_reader(reader, device), predictor, vocabulary, **options)
+        """The agent of a board-reader checkpoint and one goal-predictor checkpoint or a list of them (an
+        ensemble); ``options`` as ``__init__``."""
+        loaded = [load_goal_predictor(path, device) for path in ([goal] if isinstance(goal, str) else goal)]
+        return cls(load_reader(reader, device), [p for p, _ in loaded], [v for _, v in loaded], **options)
 
     def begin(
         self, tasks: Sequence[Task], seed: int | None = None, instructions: Sequence[str] | None = None
@@ -69,7 +76,9 @@ class ReadAndPlanAgent(Agent):
         if instructions is None:
             raise ValueError("ReadAndPlanAgent needs the instructions")
         n = len(tasks)
-        self.tokens, self.lengths = pad_token_ids([self.vocab.encode(tokenize(t)) for t in instructions])
+        self.texts = [
+            pad_token_ids([vocab.encode(tokenize(t)) for t in instructions]) for vocab in self.vocabs
+        ]
         self.plans: list[list[int]] = [[] for _ in range(n)]
         self.needs_plan = np.ones(n, bool)
         self.failures = np.zeros(n, np.int64)
@@ -84,13 +93,18 @@ class ReadAndPlanAgent(Agent):
         """Read boards ``rows`` of ``frames``, predict their goals and plan their paths."""
         images = torch.from_numpy(frames[rows]).to(self.device)
         positions, present, logo = self.reader.read(images)
-        moved, goals, _ = self.predictor(
-            self.tokens[rows].to(self.device),
-            self.lengths[rows].to(self.device),
-            positions / BLOCK_SIDE,
-            present,
-            logo,
-        )
+        readings = [
+            predictor(
+                tokens[rows].to(self.device),
+                lengths[rows].to(self.device),
+                positions / BLOCK_SIDE,
+                present,
+                logo,
+            )
+            for predictor, (tokens, lengths) in zip(self.predictors, self.texts, strict=True)
+        ]
+        moved = torch.stack([m for m, _, _ in readings]).mean(0).log_softmax(-1)
+        goals = torch.stack([g for _, g, _ in readings]).mean(0)
         confidence, block = moved.exp().max(-1)
         goal = goals[torch.arange(len(rows)), block] * BLOCK_SIDE
         unsure = (confidence < self.min_block_probability).cpu().numpy()
