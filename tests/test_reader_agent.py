@@ -169,3 +169,27 @@ def test_two_copies_of_a_goal_predictor_act_as_one(renderer, two_block_task):
     assert seen[0][0] == seen[1][0] and np.allclose(seen[0][1], seen[1][1], atol=1e-5)
     with pytest.raises(ValueError, match="one vocabulary per goal predictor"):
         ReadAndPlanAgent(reader, [predictor, predictor], [WORDS])
+
+
+def test_location_accuracy_counts_blocks_within_half_a_block_length(renderer):
+    from blocks.learn.perception import location_accuracy, random_boards
+
+    positions, present, logo = random_boards(np.random.default_rng(2), 12)
+    logo[:6], logo[6:] = True, False
+    truth = {}
+
+    class Oracle(BoardReader):
+        shift = 0.0
+
+        def read(self, frames):
+            found = torch.from_numpy(truth["positions"]).float() + self.shift
+            return found, torch.from_numpy(truth["present"]), torch.from_numpy(truth["logo"])
+
+    reader = Oracle()
+    truth.update(positions=positions, present=present, logo=logo)
+    perfect = location_accuracy(reader, renderer, (positions, present, logo), batch_size=12)
+    assert perfect["located_logo"] == perfect["located_digit"] == 1.0 and perfect["boards"] == 12
+    reader.shift = 0.6 * 0.1524  # more than half a block length off on both axes
+    assert (
+        location_accuracy(reader, renderer, (positions, present, logo), batch_size=12)["located_logo"] == 0.0
+    )
