@@ -37,7 +37,7 @@ class ReadAndPlanAgent(Agent):
         predictor: GoalPredictor | Sequence[GoalPredictor],
         vocabulary: Vocabulary | Sequence[str] | Sequence[Vocabulary | Sequence[str]],
         max_replans: int = 6,
-        min_block_probability: float = 0.0,
+        min_block_probability: float = 0.9,
         clearance: float = 0.2,
         clearance_step: float = 0.3,
     ):
