@@ -155,9 +155,12 @@ class PolicyNetwork(nn.Module):
         nn.init.normal_(self.word_embedding.weight, std=1.0)
         for name, parameter in self.lstm.named_parameters():
             (nn.init.zeros_ if "bias" in name else lambda p: nn.init.normal_(p, std=0.01))(parameter)
-        if self.use_previous_action:
-            nn.init.normal_(self.block_embedding.weight, std=0.001)
-            nn.init.normal_(self.direction_embedding.weight, std=0.001)
+        for name in (
+            "block_embedding",
+            "direction_embedding",
+        ):  # the previous action's (absent in an ablation)
+            if hasattr(self, name):
+                nn.init.normal_(getattr(self, name).weight, std=0.001)
 
     def reset_direction_head(self) -> None:
         """Re-initialise the direction layer (the bandit starts from a supervised model with a fresh one)."""

@@ -11,8 +11,6 @@ use it unchanged.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -58,23 +56,6 @@ class SPONetwork(PolicyNetwork):
         self.value_head = nn.Linear(hidden_dim, 1)
         self.goal_head = self.goal_map = None
         self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """The paper's initialisation for the shared parts; the new layers like its other linear layers."""
-        for module in self.modules():
-            if isinstance(module, nn.Conv2d):
-                bound = 2 * math.sqrt(0.005)
-                nn.init.trunc_normal_(module.weight, std=math.sqrt(0.005), a=-bound, b=bound)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, std=0.01)
-                nn.init.zeros_(module.bias)
-        bound = 2 * math.sqrt(0.004)
-        nn.init.trunc_normal_(self.image_encoder.project.weight, std=math.sqrt(0.004), a=-bound, b=bound)
-        nn.init.normal_(self.word_embedding.weight, std=1.0)
-        for name, parameter in self.lstm.named_parameters():
-            (nn.init.zeros_ if "bias" in name else lambda p: nn.init.normal_(p, std=0.01))(parameter)
-        nn.init.normal_(self.direction_embedding.weight, std=0.001)
 
     def previous_direction(self, previous: torch.Tensor) -> torch.Tensor:
         """Direction ids of previous actions ``(B,)``: 0-3 the moves, 4 STOP, 5 none yet (-1)."""
