@@ -136,6 +136,18 @@ def test_gif_of_an_episode(corpus_root, tmp_path):
     )
     with Image.open(out) as gif:
         assert gif.n_frames >= 2
+    out = main(  # the read-and-plan agent, with what it read drawn on every frame
+        [
+            "agent=read_and_plan",
+            f"reader={SHIPPED / 'board_reader.ckpt'}",
+            f"goal={SHIPPED / 'goal_predictor.ckpt'}",
+            "index=100",
+            f"out={tmp_path / 'read.gif'}",
+            f"data_root={corpus_root}",
+        ]
+    )
+    with Image.open(out) as gif:
+        assert 2 <= gif.n_frames <= 41
 
 
 @slow
@@ -292,3 +304,34 @@ def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, mon
     monkeypatch.setattr(sys, "argv", ["plot_curves.py", str(run), "--out", str(out)])
     plot.main()
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_shipped_read_and_plan_agent_acts_on_what_it_reads_and_beats_stop(corpus_root):
+    """checkpoints/board_reader.ckpt and goal_predictor.ckpt: the agent reads real dev boards, names and moves a
+    block, and ends far nearer the goals than STOP (docs/experiments/read-and-plan.md)."""
+    from blocks.agents.baselines import StopAgent
+    from blocks.agents.reader import ReadAndPlanAgent
+    from blocks.corpus import load_split
+    from blocks.evaluate import evaluate
+    from blocks.render import Renderer
+
+    agent = ReadAndPlanAgent.from_checkpoints(
+        str(SHIPPED / "board_reader.ckpt"), str(SHIPPED / "goal_predictor.ckpt")
+    )
+    examples = load_split("dev", corpus_root)[:32]
+    figures = evaluate(agent, examples, render_frames=Renderer(corpus_root).render, progress=False)
+    assert figures["mean_error"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 2.0
+    assert figures["horizon_rate"] < 0.1
+
+
+@slow
+def test_the_read_and_plan_notebook_runs(corpus_root):
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(REPO / "notebooks" / "read_and_plan.ipynb", as_version=4)
+    os.environ.update(BLOCKS_DATA=str(corpus_root), BLOCKS_INDEX="100")
+    NotebookClient(notebook, timeout=300, resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum("image/gif" in o.get("data", {}) for o in outputs) >= 2
