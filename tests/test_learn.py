@@ -312,10 +312,14 @@ def test_goal_targets_follow_the_block_to_its_goal(renderer, two_block_task, cor
     env = VectorBlocksEnv(render_frames=renderer.render)
     tokens, lengths = torch.tensor([[2, 3]]), torch.tensor([2])
     rollout = collect_rollout(
-        PolicyNetwork(len(VOCAB)), env, [two_block_task], tokens, lengths, torch.Generator().manual_seed(0),
-        oracle=Oracle(), oracle_rollin=1.0,
+        PolicyNetwork(len(VOCAB), goal_head=True), env, [two_block_task], tokens, lengths,
+        torch.Generator().manual_seed(0), oracle=Oracle(), oracle_rollin=1.0,
     )  # fmt: skip
     goal = rollout.goal[:, 0].numpy()  # five moves right, then STOP at the goal
+    without = collect_rollout(  # a network without a goal head gets no targets: nothing to learn them with
+        PolicyNetwork(len(VOCAB)), env, [two_block_task], tokens, lengths, torch.Generator().manual_seed(0)
+    )
+    assert without.goal is None
     assert np.allclose(goal[:, :2], [0.5 / BLOCK_SIDE, 0.0])
     assert np.allclose(goal[:, 2], [(0.5 - 0.1 * t) / BLOCK_SIDE for t in range(6)], atol=1e-5)
     assert np.allclose(goal[:, 3], 0.0)
