@@ -193,21 +193,3 @@ def test_location_accuracy_counts_blocks_within_half_a_block_length(renderer):
     assert (
         location_accuracy(reader, renderer, (positions, present, logo), batch_size=12)["located_logo"] == 0.0
     )
-
-
-def test_a_reflected_training_board_swaps_its_direction_words_with_it():
-    from blocks.learn.goal import GoalLearner
-
-    words = ["<pad>", "<unk>", "left", "right", "above", "below", "northwest", "southeast", "block"]
-    learner = GoalLearner(words, dim=16, heads=2, layers=1, mirror=1.0)
-    batch = {
-        "tokens": torch.tensor([[8, 2, 4, 6]]),
-        "positions": torch.tensor([[[1.0, 2.0]] * 20]),
-        "goal": torch.tensor([[3.0, -1.0]]),
-    }
-    reflected = learner.reflect(batch)  # both reflections, as mirror=1
-    assert reflected["tokens"].tolist() == [[8, 3, 5, 7]]  # block right below southeast
-    assert reflected["goal"].tolist() == [[-3.0, 1.0]] and reflected["positions"][0, 0].tolist() == [
-        -1.0,
-        -2.0,
-    ]

@@ -28,33 +28,6 @@ from blocks.world.planner import moved_block
 from blocks.world.transitions import pad_boards
 
 
-def _both_ways(pairs: list[tuple[str, str]]) -> dict[str, str]:
-    return {a: b for a, b in pairs} | {b: a for a, b in pairs}
-
-
-# The words that change when a board is reflected left-right (across x = 0) or top-bottom (across z = 0).
-MIRROR_X = _both_ways([("left", "right"), ("lefts", "rights"), ("leftmost", "rightmost"), ("lefthand", "righthand"),
-                       ("west", "east"), ("western", "eastern"), ("westward", "eastward"), ("northwest", "northeast"),
-                       ("southwest", "southeast")])  # fmt: skip
-MIRROR_Z = _both_ways([("top", "bottom"), ("tops", "bottoms"), ("topmost", "bottommost"), ("above", "below"),
-                       ("up", "down"), ("upward", "downward"), ("upwards", "downwards"), ("upper", "lower"),
-                       ("uppermost", "lowermost"), ("highest", "lowest"), ("high", "low"), ("higher", "lower"),
-                       ("north", "south"), ("northern", "southern"), ("northward", "southward"),
-                       ("northwest", "southwest"), ("northeast", "southeast")])  # fmt: skip
-
-
-def word_permutation(vocabulary: list[str], *tables: dict[str, str]) -> torch.Tensor:
-    """Token id -> the id of its word reflected by each table in turn (itself where a reflection leaves it alone,
-    or where the reflected word is not in the vocabulary)."""
-    index = {word: i for i, word in enumerate(vocabulary)}
-    reflected = []
-    for i, word in enumerate(vocabulary):
-        for table in tables:
-            word = table.get(word, word)
-        reflected.append(index.get(word, i))
-    return torch.tensor(reflected)
-
-
 def goal_batch(examples: list[Example], token_ids: list[list[int]]) -> dict[str, torch.Tensor]:
     """Tensors of a batch: words, the start boards in block lengths, and the moved block with its goal."""
     tokens, lengths = pad_token_ids(token_ids)
@@ -130,11 +103,8 @@ class GoalLearner(pl.LightningModule):
         block_loss_weight: float = 1.0,
         dropout: float = 0.1,
         translate: float = 4.0,
-        mirror: float = 0.0,
     ):
         super().__init__()
-        if not 0 <= mirror <= 1:
-            raise ConfigError(f"model.mirror must lie in [0, 1], got {mirror}")
         if lr <= 0 or min(position_noise, block_loss_weight, translate) < 0 or not 0 <= dropout < 1:
             raise ConfigError(
                 "model.lr must be positive, model.position_noise, model.block_loss_weight and model.translate >= 0, "
@@ -144,11 +114,6 @@ class GoalLearner(pl.LightningModule):
         self.hparams["kind"] = self.kind
         self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout)
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
-        # Token permutations of no reflection, across x, across z, and both (indexed by 2 * flip_x + flip_z).
-        permutations = [
-            word_permutation(vocabulary, *t) for t in ((), (MIRROR_Z,), (MIRROR_X,), (MIRROR_X, MIRROR_Z))
-        ]
-        self.register_buffer("reflections", torch.stack(permutations), persistent=False)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
@@ -156,7 +121,6 @@ class GoalLearner(pl.LightningModule):
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to
         # ``translate`` block lengths, and every block jittered by ``position_noise``.
-        batch = self.reflect(batch) if self.hparams.mirror else batch
         shift = self.hparams.translate * (2 * torch.rand(len(batch["goal"]), 1, 2, device=self.device) - 1)
         positions = (
             batch["positions"] + shift + self.hparams.position_noise * torch.randn_like(batch["positions"])
@@ -170,21 +134,6 @@ class GoalLearner(pl.LightningModule):
                       batch_size=len(moved))  # fmt: skip
         self.log("loss", loss, prog_bar=True, logger=False, batch_size=len(moved))
         return loss
-
-    def reflect(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Each board reflected left-right and/or top-bottom with probability ``mirror``, its goal and its words
-        ("left" <-> "right", "above" <-> "below", ...) with it: the same instruction on another layout."""
-        rows = len(batch["goal"])
-        flips = torch.rand(rows, 2, device=self.device) < self.hparams.mirror  # across x, across z
-        sign = 1.0 - 2.0 * flips.float()  # (B, 2)
-        which = (2 * flips[:, 0] + flips[:, 1]).long()
-        tokens = self.reflections[which[:, None], batch["tokens"]]
-        return {
-            **batch,
-            "tokens": tokens,
-            "positions": batch["positions"] * sign[:, None],
-            "goal": batch["goal"] * sign,
-        }
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         found, error, forced = goal_errors(self.predictor, batch)
