@@ -41,11 +41,14 @@ def test_smoke_experiment_on_two_processes(model, corpus_root, tmp_path):
     run = tmp_path / "run"
     # The goal agent's validation too: the linear goal head on demonstrations, the goal map on rollouts.
     goal = {"supervised": ["network.goal_head=true"], "oracle": ["network.goal_map=true"]}.get(model, [])
-    run_train(
+    out = run_train(
         [f"model={model}", "trainer.devices=2", "experiment=smoke", f"hydra.run.dir={run}", *goal],
         tmp_path,
         corpus_root,
     )
+    # the run ends with the tune-selected checkpoint evaluated on dev, printed beside the paper's figures
+    paper = {"supervised": "4.65 / 4.45", "bandit": "3.60 / 3.09", "reinforce": "5.57 / 5.29"}.get(model, "-")
+    assert f"| {model} |" in out.stdout and paper in out.stdout and (run / "final_eval.json").is_file()
     assert (run / "checkpoints" / "last.ckpt").is_file() and len(val_errors(run)) == 2
     if goal:
         assert len(val_errors(run, "val/goal_agent_mean_error")) == 2
