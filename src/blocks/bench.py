@@ -115,12 +115,15 @@ def bench_train(
     warmup: int = 3,
     episodes_per_update: int = 1,
     skip_supervised: bool = False,
+    simulator: str = "numpy",
+    accelerator: str = "auto",
 ) -> dict[str, float]:
     """Frames per second of whole training steps, through Lightning's Trainer, for both learners.
 
     Supervised: rendering the 5-frame contexts of demonstration pairs, forward, backward, Adam. Bandit: rolling
-    out ``batch`` episodes with the sampling policy (rendering, history, batched forward), then the update on
-    every frame of the rollout. Uses the real corpus's training examples.
+    out ``batch`` episodes with the sampling policy (rendering, history, batched forward; on the model's device
+    with ``simulator="torch"``), then the update on every frame of the rollout. Uses the real corpus's training
+    examples.
     """
     import pytorch_lightning as pl
     import torch
@@ -148,14 +151,16 @@ def bench_train(
     def run(module, datamodule, count_frames) -> float:
         clock = Clock(count_frames)
         trainer = pl.Trainer(
-            max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+            accelerator=accelerator, devices=1, max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
             enable_model_summary=False, limit_val_batches=0, callbacks=[clock],
             gradient_clip_val=5.0 if module.automatic_optimization else None,
         )  # fmt: skip
         trainer.fit(module, datamodule)
+        devices.append(trainer.strategy.root_device)
         return clock.frames / clock.elapsed
 
     torch.manual_seed(0)
+    devices: list[torch.device] = []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {batch}, 120x120")
     figures = {}
     if not skip_supervised:
@@ -168,7 +173,9 @@ def bench_train(
         print(f"supervised: {supervised_rate:,.0f} frames/s (batches of {batch} demonstration steps)")
         figures["supervised_frames_per_s"] = supervised_rate
 
-    bandit_data = RolloutDataModule(batch_size=batch, episodes_per_update=episodes_per_update, seed=0)
+    bandit_data = RolloutDataModule(
+        batch_size=batch, episodes_per_update=episodes_per_update, seed=0, simulator=simulator
+    )
     bandit = BanditLearner(bandit_data.vocabulary.to_list())
     with (
         torch.no_grad()
@@ -181,13 +188,20 @@ def bench_train(
             lengths.append(float(chunk.rollout.active.sum(0).float().mean()))
         return len(chunk.steps)
 
+    if devices and devices[0].type == "cuda":
+        torch.cuda.reset_peak_memory_stats(devices[0])
     bandit_rate = run(bandit, bandit_data, bandit_frames)
+    device = devices[-1]
     print(
-        f"bandit: {bandit_rate:,.0f} frames/s (rollout + update of {batch} episodes, "
-        f"{np.mean(lengths):.1f} steps per episode, {batch // episodes_per_update} updates of "
+        f"bandit: {bandit_rate:,.0f} frames/s on {device} with the {simulator} simulator (rollout + update of "
+        f"{batch} episodes, {np.mean(lengths):.1f} steps per episode, {batch // episodes_per_update} updates of "
         f"{bandit_data.chunks_per_update} chunks each)"
     )
-    return figures | {"bandit_frames_per_s": bandit_rate}
+    figures |= {"bandit_frames_per_s": bandit_rate}
+    if device.type == "cuda":
+        figures["bandit_peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
+        print(f"peak GPU memory during the bandit: {figures['bandit_peak_gpu_memory_gib']:.2f} GiB")
+    return figures
 
 
 BENCHMARKS = {"env": bench_env, "train": bench_train}
@@ -201,12 +215,21 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "--episodes-per-update", type=int, default=1, help="train: bandit episodes per Adam step"
     )
     parser.add_argument("--skip-supervised", action="store_true", help="train: measure the bandit only")
+    parser.add_argument("--batch", type=int, default=32, help="train: episodes per rollout, steps per batch")
+    parser.add_argument("--simulator", choices=("numpy", "torch"), default="numpy",
+                        help="train: where the bandit's rollouts run (torch: on the model's device)")  # fmt: skip
+    parser.add_argument(
+        "--accelerator", default="auto", help="train: Lightning's accelerator (cpu, gpu, auto)"
+    )
     args = parser.parse_args(argv)
     options = {}
     if args.which == "train":
-        options = {"episodes_per_update": args.episodes_per_update, "skip_supervised": args.skip_supervised}
+        options = {
+            "episodes_per_update": args.episodes_per_update, "skip_supervised": args.skip_supervised,
+            "batch": args.batch, "simulator": args.simulator, "accelerator": args.accelerator,
+        }  # fmt: skip
     figures = BENCHMARKS[args.which](seconds=args.seconds, **options)
-    print(json.dumps({k: round(v, 1) for k, v in figures.items()}))
+    print(json.dumps({k: round(v, 2) for k, v in figures.items()}))
     return figures
 
 

@@ -21,14 +21,17 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from blocks.corpus.loader import Example, load_split
 from blocks.corpus.text import Vocabulary
 from blocks.errors import ConfigError
-from blocks.learn.rollout import RolloutChunk, collect_rollout, split_update
+from blocks.learn.rollout import RolloutChunk, collect_device_rollout, collect_rollout, split_update
 from blocks.model.policy import PolicyNetwork, goal_targets, pad_token_ids
 from blocks.render.renderer import Renderer
+from blocks.tensor_world import TensorBlocksEnv, TensorRenderer
 from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
 from blocks.world.planner import Demonstration, Oracle, check_route, demonstration
 from blocks.world.rewards import RewardConfig
 from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
+
+SIMULATORS = ("numpy", "torch")  # where rollouts run: numpy on the CPU, or torch on the policy's device
 
 
 def distributed_rank() -> tuple[int, int]:
@@ -280,7 +283,10 @@ class RolloutStream(IterableDataset):
         seed: int = 0,
         demonstrations: Callable[[Task], Demonstration | None] = demonstration,
         oracle: Oracle | None = None,
+        simulator: str = "numpy",
     ):
+        if simulator not in SIMULATORS:
+            raise ConfigError(f"data.simulator={simulator!r}: choose one of {', '.join(SIMULATORS)}")
         if episodes_per_update < 1 or rollouts_per_batch % episodes_per_update:
             raise ConfigError("data.batch_size must be a positive multiple of data.episodes_per_update")
         if not 1 <= chunks_per_update <= episodes_per_update:
@@ -290,6 +296,9 @@ class RolloutStream(IterableDataset):
         self.env = VectorBlocksEnv(
             reward=reward, horizon=horizon, render_frames=renderer.render, demonstrations=demonstrations
         )
+        self.renderer = renderer
+        self.simulator = simulator
+        self._device_envs: dict[torch.device, TensorBlocksEnv] = {}
         self.rollouts_per_batch = rollouts_per_batch
         self.updates_per_rollout = rollouts_per_batch // episodes_per_update
         self.chunks_per_update = chunks_per_update
@@ -300,6 +309,15 @@ class RolloutStream(IterableDataset):
         self.oracle_rollin = 0.0  # probability of the oracle's action at each step (with an oracle)
         self.epoch = 0
         self.consumed = 0  # batches of this epoch handed out; Lightning stops at len() without exhausting us
+
+    def device_env(self, device: torch.device) -> TensorBlocksEnv:
+        """The torch world on the policy's device (built once per device)."""
+        if device not in self._device_envs:
+            self._device_envs[device] = TensorBlocksEnv(
+                self.env.reward_config, self.env.horizon, TensorRenderer(self.renderer, device),
+                self.env.demonstrations, device,
+            )  # fmt: skip
+        return self._device_envs[device]
 
     def rollouts_per_epoch(self) -> int:
         _, world = distributed_rank()
@@ -330,19 +348,20 @@ class RolloutStream(IterableDataset):
         for r in range(first, self.rollouts_per_epoch()):
             chosen = shard[r * self.rollouts_per_batch : (r + 1) * self.rollouts_per_batch]
             seed = np.random.SeedSequence([self.seed, rank, self.epoch, r]).generate_state(1, np.uint64)[0]
-            generator = torch.Generator().manual_seed(int(seed) % (2**63))
             tokens, lengths = pad_token_ids([self.token_ids[i] for i in chosen])
-            rollout = collect_rollout(
-                self.policy,
-                self.env,
-                [self.examples[i].task for i in chosen],
-                tokens,
-                lengths,
-                generator,
-                self.frames,
-                self.oracle,
-                self.oracle_rollin,
-            )
+            tasks = [self.examples[i].task for i in chosen]
+            if self.simulator == "torch":
+                env = self.device_env(next(self.policy.parameters()).device)
+                generator = torch.Generator(env.device).manual_seed(int(seed) % (2**63))
+                rollout = collect_device_rollout(
+                    self.policy, env, tasks, tokens, lengths, generator, self.frames
+                )
+            else:
+                generator = torch.Generator().manual_seed(int(seed) % (2**63))
+                rollout = collect_rollout(
+                    self.policy, self.env, tasks, tokens, lengths, generator, self.frames, self.oracle,
+                    self.oracle_rollin,
+                )  # fmt: skip
             batches = [
                 piece
                 for u in range(self.updates_per_rollout)
@@ -364,11 +383,16 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         batch_size: int = 32,
         episodes_per_update: int = 1,
         chunks_per_update: int | None = None,
+        simulator: str = "numpy",
         **kwargs,
     ):
         """``batch_size`` episodes per rollout, one optimizer step per ``episodes_per_update`` of them, each
-        accumulated over ``chunks_per_update`` backward passes (default: min(16, episodes_per_update))."""
+        accumulated over ``chunks_per_update`` backward passes (default: min(16, episodes_per_update)).
+        ``simulator=torch`` rolls out on the policy's device (``blocks.tensor_world``), for GPUs."""
         super().__init__(**kwargs)
+        if simulator not in SIMULATORS:
+            raise ConfigError(f"data.simulator={simulator!r}: choose one of {', '.join(SIMULATORS)}")
+        self.simulator = simulator
         self.reward = RewardConfig.preset(reward)
         self.reward_name = reward
         self.horizon = horizon
@@ -390,6 +414,7 @@ class RolloutDataModule(StreamState, BlocksDataModule):
             self.frames,
             self.seed,
             self.demonstrations,
+            simulator=self.simulator,
         )
 
     def attach_policy(
@@ -398,6 +423,8 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         """Roll out ``policy`` from now on; with ``oracle``, label each visited state with the oracle's actions
         (see :class:`Oracle` for ``stop_radius``) and take them instead of the policy's with probability
         ``oracle_rollin``."""
+        if oracle and self.simulator != "numpy":
+            raise ConfigError("the oracle's labels come from the numpy planner: use data.simulator=numpy")
         self.stream.policy = policy
         self.stream.oracle = Oracle(self.demonstration_route, stop_radius) if oracle else None
         self.stream.oracle_rollin = oracle_rollin

@@ -17,6 +17,7 @@ import torch
 from blocks.model.distribution import to_action
 from blocks.model.policy import PolicyNetwork, goal_targets
 from blocks.render.history import FrameHistory
+from blocks.tensor_world import TensorBlocksEnv
 from blocks.world.planner import Oracle, moved_block
 from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
@@ -176,4 +177,69 @@ def collect_rollout(
         goal=stacked["goal"] if wants_goal else None,
         oracle_block=None if oracle is None else torch.from_numpy(oracle_block),
         oracle_directions=None if oracle is None else torch.from_numpy(np.stack(oracle_directions)),
+    )
+
+
+@torch.no_grad()
+def collect_device_rollout(
+    policy: PolicyNetwork,
+    env: TensorBlocksEnv,
+    tasks: Sequence[Task],
+    tokens: torch.Tensor,
+    lengths: torch.Tensor,
+    generator: torch.Generator,
+    history: int = 5,
+) -> Rollout:
+    """:func:`collect_rollout` with the world on the policy's device (``data.simulator=torch``): boards, pictures,
+    the frame history and the sampling never leave it, and the rollout's tensors stay there for the update."""
+    device = env.device
+    observation, _ = env.reset(tasks)
+    n = len(tasks)
+    image_shape = observation["image"].shape[1:]
+    window = torch.zeros((n, history * image_shape[0], *image_shape[1:]), dtype=torch.uint8, device=device)
+    text = policy.encode_instruction(tokens.to(device), lengths.to(device))
+    steps: dict[str, list[torch.Tensor]] = {
+        k: [] for k in ("frames", "previous", "block", "direction", "reward", "active", "goal")
+    }
+    board = torch.arange(n, device=device)
+    moved = torch.tensor([moved_block(task) for task in tasks], device=device)
+    wants_goal = policy.has_goal_head
+    kept_block = None
+    while not env.all_done:
+        frames = observation["image"]
+        window = torch.cat([window[:, image_shape[0] :], frames], dim=1)  # the last `history` frames
+        active = ~env.done
+        rows = active.nonzero().squeeze(1)
+        all_active = len(rows) == n
+        previous = observation["previous_action"]
+        distribution = policy(
+            window if all_active else window[rows], text if all_active else text[rows], previous[rows]
+        )
+        _, block_rows, direction_rows = distribution.sample(generator)
+        block = torch.zeros(n, dtype=torch.long, device=device).index_put_((rows,), block_rows)
+        direction = torch.full((n,), 4, dtype=torch.long, device=device).index_put_((rows,), direction_rows)
+        if getattr(policy, "block_per_episode", False):
+            kept_block = block if kept_block is None else kept_block
+            block = kept_block
+        if wants_goal:
+            steps["goal"].append(goal_targets(env.goals[board, moved], env.positions[board, moved]))
+        observation, reward, _, _, _ = env.step(to_action(block, direction))
+        for key, value in zip(
+            ("frames", "previous", "block", "direction", "reward", "active"),
+            (frames, previous, block, direction, reward.float(), active),
+            strict=True,
+        ):
+            steps[key].append(value)
+    stacked = {k: torch.stack(v) for k, v in steps.items() if v}
+    return Rollout(
+        frames=stacked["frames"],
+        previous_action=stacked["previous"],
+        block=stacked["block"],
+        direction=stacked["direction"],
+        reward=stacked["reward"],
+        active=stacked["active"],
+        tokens=tokens.to(device),
+        lengths=lengths.to(device),
+        final_error=env.error.float(),
+        goal=stacked.get("goal"),
     )

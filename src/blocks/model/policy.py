@@ -28,9 +28,13 @@ from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS, NUM_DIRECTIONS, STOP
 GOAL_OUTPUTS = 4  # goal x, z and offset x, z of the moved block
 
 
-def goal_targets(goal: np.ndarray, position: np.ndarray) -> np.ndarray:
+def goal_targets(
+    goal: np.ndarray | torch.Tensor, position: np.ndarray | torch.Tensor
+) -> np.ndarray | torch.Tensor:
     """What the goal head learns to predict, ``(N, 4)`` float32: the moved block's goal ``(N, 2)`` and its offset from
-    where the block stands ``(N, 2)``, in block lengths (board coordinates x, z)."""
+    where the block stands ``(N, 2)``, in block lengths (board coordinates x, z). Numpy in, numpy out; torch too."""
+    if isinstance(goal, torch.Tensor):
+        return (torch.cat([goal, goal - position], 1) / BLOCK_SIDE).float()
     return (np.concatenate([goal, goal - position], axis=1) / BLOCK_SIDE).astype(np.float32)
 
 
