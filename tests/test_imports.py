@@ -94,6 +94,7 @@ def test_no_subpackage_imports_itself_back():
         ("blocks.agents", {"blocks.learn"}),
         ("blocks.corpus", {"blocks.model", "blocks.learn", "blocks.agents"}),
         ("blocks.render", {"blocks.model", "blocks.learn", "blocks.agents"}),
+        ("blocks.tensor_world", {"blocks.model", "blocks.learn", "blocks.agents", "blocks.corpus"}),
     ],
 )
 def test_each_layer_keeps_to_its_place(layer_name, forbidden):

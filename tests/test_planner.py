@@ -53,6 +53,44 @@ def test_cache_plans_once(two_block_task):
     assert np.allclose(np.diff(first.points, axis=0).__abs__().sum(axis=1), STEP)
 
 
+# Paths the original release's planner cached for four training examples (trainset.json episode / note in file
+# order): the test oracle of its tie-breaks (L, R, U, D = directions 0-3, S = STOP).
+RELEASE_PATHS = {
+    (2, 0): "ULULLUUUUUUUS",
+    (2, 3): "RRRRURRRRRS",
+    (53, 12): "RRURRUUUS",
+    (2, 10): "LULUULUULLLLLLLLLS",
+}
+
+
+def _letters(actions) -> str:
+    return "".join("S" if a == STOP else "LRUD"[a % 4] for a in actions)
+
+
+@pytest.mark.parametrize("episode_note", sorted(RELEASE_PATHS))
+def test_release_route_returns_the_release_paths(corpus_root, episode_note):
+    from blocks.corpus.loader import load_split
+
+    examples = {x.uid.rsplit("/", 1)[0]: x for x in load_split("train", corpus_root)}
+    task = examples["trainset.json/{}/{}".format(*episode_note)].task
+    release = plan(task, route="release")
+    assert _letters(release.actions) == RELEASE_PATHS[episode_note]
+    ours = plan(task)  # the same cell and length, reached another way
+    assert len(ours.actions) == len(release.actions) and np.allclose(ours.points[-1], release.points[-1])
+
+
+def test_release_route_on_small_boards(two_block_task):
+    """Straight runs stay straight; a detour is as short as A*'s; the horizon cuts it without STOP."""
+    assert _letters(plan(two_block_task, route="release").actions) == "RRRRRS"
+    task = Task(np.array([[0.0, 0.0], [0.3, 0.0]]), np.array([[0.6, 0.0], [0.3, 0.0]]))
+    demo = plan(task, route="release")
+    assert demo.num_moves == 10 and not overlaps(demo.points[1:], task.start[1:]).any()
+    far = plan(Task(np.array([[-1.0, 0.0]]), np.array([[1.0, 2.5]])), route="release")
+    assert far.num_moves == HORIZON and STOP not in far.actions
+    with pytest.raises(ValueError, match="clearance"):
+        plan(two_block_task, route="release", clearance=0.05)
+
+
 def test_unknown_route_is_refused(two_block_task):
     with pytest.raises(ValueError, match="route"):
         plan(two_block_task, route="scenic")

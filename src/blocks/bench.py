@@ -82,7 +82,8 @@ def bench_env(batch: int = 4096, render_batch: int = 32, seconds: float = 2.0) -
         np.copyto(target, source)
         return render_batch
 
-    figures = {
+    figures = bench_tensor_env(tasks, batch, render_batch, seconds)
+    figures |= {
         "transitions_per_s": transitions_per_s,
         "rendered_inputs_per_s": _rate(rendered_inputs, seconds),
         "rendered_materialised_inputs_per_s": _rate(rendered_inputs_materialised, seconds),
@@ -95,6 +96,47 @@ def bench_env(batch: int = 4096, render_batch: int = 32, seconds: float = 2.0) -
         f"({figures['rendered_materialised_inputs_per_s']:,.0f} /s when the stack is copied out)"
     )
     print(f"plain numpy copy of the same bytes: {figures['copy_bound_inputs_per_s']:,.0f} inputs/s")
+    return figures
+
+
+def bench_tensor_env(tasks: list, batch: int, render_batch: int, seconds: float) -> dict[str, float]:
+    """The torch world (``data.simulator=torch``) on the GPU when there is one: transitions and pictures."""
+    import torch
+
+    from blocks.render.renderer import Renderer
+    from blocks.tensor_world import TensorBlocksEnv, TensorRenderer
+    from blocks.world.geometry import STOP
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    renderer = TensorRenderer(Renderer(logos=False) if _no_textures() else Renderer(), device)
+    env = TensorBlocksEnv(device=device)
+    batch_tasks = [tasks[i % len(tasks)] for i in range(batch)]
+    generator = torch.Generator(device).manual_seed(0)
+
+    def transitions() -> int:
+        env.reset(batch_tasks)
+        for _ in range(env.horizon):
+            env.step(torch.randint(STOP, (batch,), device=device, generator=generator))
+        sync()
+        return batch * env.horizon
+
+    env.reset(batch_tasks)
+    positions, present, logo = env.positions, env.present, env.logo
+
+    def pictures() -> int:
+        renderer.render(positions, present, logo)
+        sync()
+        return batch
+
+    figures = {
+        "tensor_transitions_per_s": _rate(transitions, seconds),
+        "tensor_pictures_per_s": _rate(pictures, seconds),
+    }
+    print(
+        f"torch world on {device}: {figures['tensor_transitions_per_s']:,.0f} transitions/s (batch {batch}, shaped "
+        f"reward), {figures['tensor_pictures_per_s']:,.0f} pictures/s (batch {batch})"
+    )
     return figures
 
 

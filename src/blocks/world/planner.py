@@ -6,9 +6,12 @@ Euclidean distance to the goal position. Cells overlapping another block (at its
 there is no board bound. Because the goal is almost never on the grid, the target is the cell within 40 moves
 that lies closest to the goal position. Plans are deterministic and cached by (start, goal).
 
-Many paths are equally short. ``route="astar"`` keeps the one this A* finds first, which zigzags irregularly
-(``LLLLDDLLDLDLDLDL``). A route with the fewest turns measured no gain and left the package
-(docs/experiments/demonstration-routes.md).
+Many paths are equally short. ``route="astar"`` keeps the one this A* finds first, which runs straight first and
+turns late (``UUUUUULLLUUUS``). ``route="release"`` returns the original release's own path
+(``ULULLUUUUUUUS``), the one every label and F2 reward of the paper came from: the same search with the release's
+binary heap, its single-precision step and costs, and its comparison of a new cost (not yet rounded) against a
+stored one (rounded), which decide between equally short paths (docs/environment.md, section 5). A route with
+the fewest turns measured no gain and left the package (docs/experiments/demonstration-routes.md).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from blocks.world.transitions import overlaps
 
 MOVED_THRESHOLD = 0.01
 GRID_RADIUS = 40  # cells each side of the start: 81 x 81
-ROUTES = ("astar",)
+ROUTES = ("astar", "release")
 _CELL_STEPS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])  # the four directions, in grid cells
 
 
@@ -80,6 +83,10 @@ def plan(task: Task, max_moves: int = HORIZON, route: str = "astar", clearance: 
     origin = task.start[block]
     goal = task.goal[block]
     others = np.delete(task.start, block, axis=0)
+    if route == "release":
+        if clearance:
+            raise ValueError("the release's route plans without clearance")
+        return _demonstration(block, origin, _release_search(origin, goal, others, max_moves), max_moves)
 
     grid = _grid(origin)
     reach = COLLISION_REACH + clearance
@@ -118,17 +125,139 @@ def plan(task: Task, max_moves: int = HORIZON, route: str = "astar", clearance: 
                 parent[nxt] = (cell, direction)
                 heapq.heappush(frontier, ((g + 1) * STEP + heuristic[nxt], next(tie), nxt))
 
+    return _demonstration(block, origin, _path(parent, start, best), max_moves)
+
+
+def _path(parent: dict[tuple[int, int], tuple[tuple[int, int], int]], start: tuple[int, int],
+          end: tuple[int, int]) -> list[int]:  # fmt: skip
+    """The directions from ``start`` to ``end`` along the parent links."""
     directions = []
-    cell = best
+    cell = end
     while cell != start:
         cell, direction = parent[cell]
         directions.append(direction)
-    directions.reverse()
+    return directions[::-1]
+
+
+def _demonstration(block: int, origin: np.ndarray, directions: list[int], max_moves: int) -> Demonstration:
+    """The moves (then STOP, unless ``max_moves`` are used) and the points the environment visits along them."""
+    directions = directions[:max_moves]
     points = origin + np.cumsum(np.vstack([[0.0, 0.0], DIRECTION_DELTAS[directions]]), axis=0)
     actions = [block * NUM_DIRECTIONS + d for d in directions]
     if len(directions) < max_moves:
         actions.append(STOP)
     return Demonstration(block, points, np.array(actions, dtype=np.int64))
+
+
+# -- the release's own search (route="release") ----------------------------------------------------------------------
+_RELEASE_STEP = float(np.float32(0.1))  # the step in single precision, widened: 0.10000000149011612
+_RELEASE_REACH = 0.1524 + float(np.float32(0.002))  # L plus the tolerance in single precision
+
+
+class _ReleaseHeap:
+    """The release's open list: an array min-heap on f alone (equal keys are equal) that can delete an entry."""
+
+    def __init__(self) -> None:
+        self.keys: list[np.float32] = []
+        self.cells: list[tuple[int, int]] = []
+        self.slot: dict[tuple[int, int], int] = {}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def _swap(self, i: int, j: int) -> None:
+        self.keys[i], self.keys[j] = self.keys[j], self.keys[i]
+        self.cells[i], self.cells[j] = self.cells[j], self.cells[i]
+        self.slot[self.cells[i]], self.slot[self.cells[j]] = i, j
+
+    def _up(self, i: int) -> None:
+        while i > 0 and self.keys[(i - 1) // 2] > self.keys[i]:  # strictly greater parent
+            self._swap(i, (i - 1) // 2)
+            i = (i - 1) // 2
+
+    def _settled(self, i: int) -> bool:
+        """The key at ``i`` is <= each existing child's."""
+        n, key = len(self.keys), self.keys[i]
+        return all(c >= n or key <= self.keys[c] for c in (2 * i + 1, 2 * i + 2))
+
+    def _down(self, i: int) -> None:
+        n = len(self.keys)
+        while not self._settled(i):
+            first, second = 2 * i + 1, 2 * i + 2
+            if self.keys[i] > self.keys[first] and (second >= n or self.keys[first] <= self.keys[second]):
+                child = first
+            else:
+                child = second
+            self._swap(i, child)
+            i = child
+
+    def push(self, key: np.float32, cell: tuple[int, int]) -> None:
+        self.keys.append(key)
+        self.cells.append(cell)
+        self.slot[cell] = len(self.keys) - 1
+        self._up(len(self.keys) - 1)
+
+    def _take(self, i: int) -> tuple[int, int]:
+        """Remove entry ``i``: the last entry takes its slot, then sifts up if settled there, else down."""
+        cell = self.cells[i]
+        del self.slot[cell]
+        key, last = self.keys.pop(), self.cells.pop()
+        if i < len(self.keys):
+            self.keys[i], self.cells[i] = key, last
+            self.slot[last] = i
+            if self._settled(i):
+                self._up(i)
+            else:
+                self._down(i)
+        return cell
+
+    def pop(self) -> tuple[int, int]:
+        return self._take(0)
+
+    def remove(self, cell: tuple[int, int]) -> None:
+        self._take(self.slot[cell])
+
+
+def _release_search(origin: np.ndarray, goal: np.ndarray, others: np.ndarray, max_moves: int) -> list[int]:
+    """The release planner's directions from ``origin`` to the cell nearest ``goal`` (docs/environment.md, 5)."""
+    offsets = np.arange(-GRID_RADIUS, GRID_RADIUS + 1)
+    grid = origin + _RELEASE_STEP * np.stack(np.meshgrid(offsets, offsets, indexing="ij"), axis=-1)
+    blocked = (
+        overlaps(grid, others, _RELEASE_REACH).any(axis=-1) if len(others) else np.zeros(grid.shape[:2], bool)
+    )
+    gap = np.linalg.norm(grid - goal, axis=-1)
+    start = (GRID_RADIUS, GRID_RADIUS)
+    cost = {start: np.float32(0.0)}  # g, stored in single precision
+    depth = {start: 0}
+    parent: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
+    frontier = _ReleaseHeap()
+    frontier.push(np.float32(gap[start]), start)
+    closed: set[tuple[int, int]] = set()
+    best, best_gap = start, np.inf
+    while len(frontier):
+        cell = frontier.pop()
+        if gap[cell] < best_gap:
+            best, best_gap = cell, gap[cell]
+        if best_gap < 0.001:
+            break
+        if depth[cell] >= max_moves:
+            continue
+        closed.add(cell)
+        here = grid[cell]
+        for direction in range(NUM_DIRECTIONS):
+            nxt = (cell[0] + int(_CELL_STEPS[direction, 0]), cell[1] + int(_CELL_STEPS[direction, 1]))
+            if nxt in closed or blocked[nxt]:
+                continue
+            tentative = float(cost[cell]) + float(np.linalg.norm(grid[nxt] - here))  # double, not yet rounded
+            if nxt in cost and tentative >= float(cost[nxt]):
+                continue
+            if nxt in frontier.slot:
+                frontier.remove(nxt)
+            cost[nxt] = np.float32(tentative)
+            depth[nxt] = depth[cell] + 1
+            parent[nxt] = (cell, direction)
+            frontier.push(np.float32(float(cost[nxt]) + float(gap[nxt])), nxt)
+    return _path(parent, start, best)
 
 
 def _grid(origin: np.ndarray) -> np.ndarray:
