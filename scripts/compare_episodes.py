@@ -10,43 +10,8 @@ independent, and a tuning split of 4 board sequences then shows how little it ca
 from __future__ import annotations
 
 import argparse
-import csv
 
-import numpy as np
-
-
-def read(path: str) -> dict[str, tuple[int, float]]:
-    with open(path, encoding="utf-8") as handle:
-        return {row["uid"]: (int(row["episode"]), float(row["error"])) for row in csv.DictReader(handle)}
-
-
-def paired_difference(
-    a: dict[str, tuple[int, float]], b: dict[str, tuple[int, float]], samples: int = 10_000, seed: int = 0
-) -> dict[str, float]:
-    """Mean error of b minus a over their shared examples, and a 95 % interval resampling corpus episodes."""
-    shared = sorted(a.keys() & b.keys())
-    if not shared or len(shared) != len(a) or len(shared) != len(b):
-        raise ValueError(
-            f"the files must score the same examples ({len(a)} and {len(b)}, {len(shared)} shared)"
-        )
-    episodes = np.array([a[u][0] for u in shared])
-    difference = np.array([b[u][1] - a[u][1] for u in shared])
-    groups = np.unique(episodes)
-    sums = np.array([difference[episodes == g].sum() for g in groups])
-    counts = np.array([(episodes == g).sum() for g in groups])
-    draws = np.random.default_rng(seed).integers(0, len(groups), size=(samples, len(groups)))
-    means = sums[draws].sum(1) / counts[draws].sum(1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {
-        "n": len(shared),
-        "episodes": len(groups),
-        "mean_a": float(np.mean([a[u][1] for u in shared])),
-        "mean_b": float(np.mean([b[u][1] for u in shared])),
-        "difference": float(difference.mean()),
-        "low": float(low),
-        "high": float(high),
-        "b_better": float((difference < 0).mean()),
-    }
+from blocks.compare import paired_difference, read
 
 
 def main() -> None:

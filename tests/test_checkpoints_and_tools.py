@@ -296,10 +296,12 @@ def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, mon
         folder = run / "csv" / f"version_{version}"
         folder.mkdir(parents=True)
         (folder / "metrics.csv").write_text(header + "\n".join(rows) + "\n")
-    columns = plot.read_run(run)
+    from blocks.curves import frames_at, read_run
+
+    columns = read_run(run)
     validated = np.flatnonzero(~np.isnan(columns["val/mean_error"]))
     assert columns["val/mean_error"][validated].tolist() == [5.5, 4.5]
-    assert plot.frames_at(columns, validated).tolist() == [200.0, 400.0]
+    assert frames_at(columns, validated).tolist() == [200.0, 400.0]
     out = tmp_path / "curves.png"
     monkeypatch.setattr(sys, "argv", ["plot_curves.py", str(run), "--out", str(out)])
     plot.main()
@@ -335,3 +337,26 @@ def test_the_read_and_plan_notebook_runs(corpus_root):
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/gif" in o.get("data", {}) for o in outputs) >= 2
+
+
+def test_sweep_summary_pairs_each_run_with_the_reference(tmp_path):
+    """The sweep table: the swept value, the paper's figure, and the paired difference from the reference run."""
+    from blocks.learn.sweep import paper_figure, summarize_sweep
+
+    figures = {"mean_error": 0.0, "median_error": 0.0, "mean_min_distance": 0.0, "median_min_distance": 0.0,
+               "mean_steps": 10.0, "horizon_rate": 0.0}  # fmt: skip
+    for value, errors in (("none", [1.0, 2.0, 3.0, 4.0]), ("no_f1", [2.0, 3.0, 4.0, 5.0])):
+        job = tmp_path / f"ablation={value}"
+        (job / ".hydra").mkdir(parents=True)
+        (job / ".hydra" / "overrides.yaml").write_text(f"- ablation={value}\n- seed=1\n")
+        (job / "final_eval.json").write_text(json.dumps({**figures, "mean_error": float(np.mean(errors))}))
+        rows = [f"dev/{i},{i // 2},{e},{e},10,False,False,0" for i, e in enumerate(errors)]
+        header = "uid,episode,error,min_distance,steps,hit_horizon,reached_goal,failed_moves"
+        (job / "episodes.csv").write_text("\n".join([header, *rows]) + "\n")
+    rows = {r["value"]: r for r in summarize_sweep(tmp_path, "ablation", "none")}
+    assert rows["no_f1"]["difference"] == pytest.approx(1.0) and rows["no_f1"]["paper_mean_error"] == 4.33
+    assert rows["none"].get("difference") is None and rows["none"]["seed"] == "1"
+    assert "| no_f1 | 1 | 3.50 |" in (tmp_path / "summary.md").read_text()
+    assert (
+        paper_figure("data.demonstration_fraction", "0.50") == 3.69 and paper_figure("ablation", "x") is None
+    )

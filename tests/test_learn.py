@@ -250,7 +250,11 @@ def test_partial_demonstrations_reach_the_labels_and_the_f2_reward(corpus_root):
     with pytest.raises(ConfigError, match="demonstration_route"):
         DemonstrationDataModule(root=str(corpus_root), demonstration_route="scenic")
     with pytest.raises(ConfigError, match="demonstration_fraction"):
-        DemonstrationDataModule(root=str(corpus_root), demonstration_fraction=0.0)
+        DemonstrationDataModule(root=str(corpus_root), demonstration_fraction=1.5)
+    nothing = DemonstrationDataModule(root=str(corpus_root), demonstration_fraction=0.0, max_train_examples=8)
+    assert nothing.demonstrations(nothing.train_examples[0].task) is None  # the paper's 0 %: goals only
+    with pytest.raises(ConfigError, match="no demonstrations to learn from"):
+        nothing.steps  # noqa: B018
 
 
 def test_oracle_learner_raises_the_likelihood_of_the_oracle_actions(renderer, two_block_task):

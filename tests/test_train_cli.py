@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -208,3 +209,43 @@ def test_a_users_mistake_is_one_line_and_exit_status_2(args, message, corpus_roo
     out = run_train([*args, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, corpus_root, check=False)
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [out.stderr.strip()]
     assert out.stderr.startswith(message) and "Traceback" not in out.stderr
+
+
+TINY = ["data.max_train_examples=16", "data.max_val_examples=8", "data.batch_size=8", "data.val_batch_size=8",
+        "pretrain.epochs=1", "pretrain.batch_size=8", "final_eval.limit=8"]  # fmt: skip
+
+
+def test_ablation_sweep_runs_two_at_a_time_resumes_and_writes_one_table(corpus_root, tmp_path):
+    """experiment=ablations through the joblib launcher; the same command again resumes each run."""
+    args = ["-m", "experiment=ablations", "ablation=none,no_f1", f"paths.log_dir={tmp_path / 'logs'}", *TINY]
+    out = run_train([*args, "trainer.max_epochs=1"], tmp_path, corpus_root)
+    sweep = tmp_path / "logs" / "ablations"
+    assert "2 finished runs" in out.stdout
+    rows = (sweep / "summary.csv").read_text().splitlines()
+    assert rows[0].startswith("value,seed,mean_error") and len(rows) == 3
+    assert (
+        "| no_f1 | 42 |" in (sweep / "summary.md").read_text()
+        and "4.33" in (sweep / "summary.md").read_text()
+    )
+    for picture in ("curves.png", "paper.png"):
+        assert (sweep / picture).read_bytes()[:4] == b"\x89PNG"
+    again = run_train([*args, "trainer.max_epochs=2"], tmp_path, corpus_root)
+    assert again.stderr.count("resuming") + again.stdout.count("resuming") == 2
+    from blocks.curves import read_run
+
+    validated = read_run(sweep / "ablation=none,seed=42")["val/mean_error"]  # both sessions' logs
+    assert (~np.isnan(validated)).sum() == 2
+
+
+def test_figure4_sweep_on_submitit_local_mode(corpus_root, tmp_path):
+    """The submitit launcher (local mode, as on a SLURM cluster without one); at 0 % no supervised start."""
+    run_train(
+        ["-m", "experiment=figure4", "data.demonstration_fraction=0,1.0", "hydra/launcher=submitit_local",
+         f"paths.log_dir={tmp_path / 'logs'}", "trainer.max_epochs=1", *TINY],
+        tmp_path, corpus_root,
+    )  # fmt: skip
+    sweep = tmp_path / "logs" / "figure4"
+    assert not (sweep / "fraction=0.0,seed=42" / "pretrain").exists()
+    assert (sweep / "fraction=1.0,seed=42" / "pretrain").is_dir()
+    table = (sweep / "summary.md").read_text()
+    assert "| 0.0 | 42 |" in table and "5.45" in table and "3.60" in table

@@ -16,6 +16,13 @@ PAPER_DEV = {
     "dqn": ("DQN", 6.04, 5.78),
     "bandit": ("Our approach (contextual bandit)", 3.60, 3.09),
 }
+# Sweeps of the paper's approach: the swept value -> the paper's dev mean error (Table 2's ablations; Figure 4,
+# the share of training examples with a demonstration).
+PAPER_SWEEPS = {
+    "ablation": {"none": 3.60, "no_sup_init": 3.78, "no_prev_action": 3.95, "no_f1": 4.33, "no_f2": 3.74,
+                 "distance_reward": 8.36},
+    "data.demonstration_fraction": {"0.0": 5.45, "0.125": 3.90, "0.25": 3.76, "0.5": 3.69, "1.0": 3.60},
+}  # fmt: skip
 BEST_PUBLISHED_DEV = ("Xiong et al. 2018 (scheduled policy optimisation)", 1.72, 1.00)
 
 

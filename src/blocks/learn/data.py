@@ -87,8 +87,8 @@ class BlocksDataModule(pl.LightningDataModule):
         demonstration_fraction: float = 1.0,
     ):
         super().__init__()
-        if not 0.0 < demonstration_fraction <= 1.0:
-            raise ConfigError(f"data.demonstration_fraction must lie in (0, 1], got {demonstration_fraction}")
+        if not 0.0 <= demonstration_fraction <= 1.0:
+            raise ConfigError(f"data.demonstration_fraction must lie in [0, 1], got {demonstration_fraction}")
         self.demonstration_fraction = demonstration_fraction
         self.demonstration_route = check_route(demonstration_route, "data.demonstration_route")
         self.root = root
@@ -116,11 +116,9 @@ class BlocksDataModule(pl.LightningDataModule):
     @cached_property
     def demonstrated_examples(self) -> list[Example]:
         """The training examples that carry a demonstration: all of them, or a ``demonstration_fraction`` share
-        drawn with the seed (the paper's Figure 4); the others give only their goal."""
+        drawn with the seed (the paper's Figure 4); the others give only their goal. None at 0."""
         examples = self.train_examples
         keep = round(self.demonstration_fraction * len(examples))
-        if keep == 0:
-            raise ConfigError("data.demonstration_fraction leaves no demonstrations to learn from")
         chosen = np.sort(np.random.default_rng(self.seed).permutation(len(examples))[:keep])
         return [examples[i] for i in chosen]
 
@@ -239,6 +237,8 @@ class DemonstrationDataModule(BlocksDataModule):
     @cached_property
     def steps(self) -> DemonstrationSteps:
         examples = self.demonstrated_examples
+        if not examples:
+            raise ConfigError("data.demonstration_fraction leaves no demonstrations to learn from")
         return DemonstrationSteps(
             examples, self.token_ids(examples), self.renderer, self.frames, self.demonstrations
         )

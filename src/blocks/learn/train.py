@@ -45,8 +45,9 @@ def check_config(cfg: DictConfig) -> None:
         network_options(OmegaConf.to_container(cfg.model.network, resolve=True), source="config")
     teachers = OmegaConf.select(cfg, "model.teachers") or []
     for key, path in [
-        ("ckpt_path", cfg.get("ckpt_path")),
+        ("ckpt_path", None if cfg.get("ckpt_path") == "last" else cfg.get("ckpt_path")),
         ("model.init_checkpoint", OmegaConf.select(cfg, "model.init_checkpoint")),
+        ("pretrain.checkpoint", OmegaConf.select(cfg, "pretrain.checkpoint")),
         *(("model.teachers", t) for t in teachers),
     ]:
         if path and not Path(path).is_file():
@@ -132,19 +133,41 @@ def final_evaluation(
     return record
 
 
+def resume_path(cfg: DictConfig) -> str | None:
+    """``ckpt_path``; ``last`` resumes this run folder's ``checkpoints/last.ckpt`` if there is one, else starts
+    afresh: what a sweep job rerun after an interruption needs (its folder does not change)."""
+    if cfg.get("ckpt_path") != "last":
+        return cfg.get("ckpt_path")
+    last = Path(cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
+    if last.is_file():
+        log.info("resuming %s", last)
+        return str(last)
+    return None
+
+
+def supervised_start(cfg: DictConfig, vocabulary: list[str]) -> str | None:
+    """Where a rollout learner starts: ``pretrain.checkpoint`` (one start shared by a sweep's runs), else
+    ``pretrain.epochs`` of SUPERVISED trained here; None without epochs or demonstrations (the paper's 0 %)."""
+    if cfg.pretrain.epochs <= 0 or cfg.data.get("demonstration_fraction", 1.0) == 0:
+        return None
+    return cfg.pretrain.get("checkpoint") or pretrain_supervised(cfg, vocabulary)
+
+
 def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured learner, then evaluate its selected checkpoint; returns the last logged metrics."""
     check_config(cfg)
-    set_torch_threads()
+    set_torch_threads(cfg.get("threads"))
     pl.seed_everything(cfg.seed, workers=True)
 
     datamodule = hydra.utils.instantiate(cfg.data)
     extra: dict[str, Any] = {}
     if "vocabulary" in (accepted_keys(cfg.model._target_) or ()):  # the learners that read instructions
         extra["vocabulary"] = datamodule.vocabulary.to_list()
-    is_rollout_learner = "init_checkpoint" in cfg.model
-    if is_rollout_learner and not cfg.model.init_checkpoint and not cfg.ckpt_path and cfg.pretrain.epochs > 0:
-        extra["init_checkpoint"] = pretrain_supervised(cfg, extra["vocabulary"])
+    ckpt_path = resume_path(cfg)
+    if (
+        "init_checkpoint" in cfg.model and not cfg.model.init_checkpoint and not ckpt_path
+    ):  # a rollout learner
+        extra["init_checkpoint"] = supervised_start(cfg, extra["vocabulary"])
         pl.seed_everything(cfg.seed, workers=True)
     model = hydra.utils.instantiate(cfg.model, **extra, _convert_="all")
 
@@ -153,7 +176,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
         callbacks=_instantiate_all(cfg.get("callbacks")),
         logger=_instantiate_all(cfg.get("logger")),
     )
-    trainer.fit(model, datamodule, ckpt_path=cfg.ckpt_path)
+    trainer.fit(model, datamodule, ckpt_path=ckpt_path)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     log.info("final metrics: %s", metrics)
     final_evaluation(cfg, trainer, model)

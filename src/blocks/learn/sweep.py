@@ -1,0 +1,183 @@
+"""One table for a sweep of training runs (the paper's ablations, Figure 4), written when the sweep ends.
+
+Every job of ``python train.py -m experiment=ablations ablation=...`` leaves ``final_eval.json`` and
+``episodes.csv`` (its dev evaluation) in its folder. :class:`SweepSummary`, a Hydra callback, lists the finished
+jobs with the swept value, their dev figures, the paper's figure, the frames and hours trained, and each job's
+paired difference from the reference job with a 95 % bootstrap interval over board sequences; as
+``summary.csv`` and ``summary.md`` in the sweep folder, with the jobs' tuning curves in ``curves.png`` and the
+dev errors beside the paper's in ``paper.png``. An
+interrupted sweep can be summarised by hand:
+
+    python -m blocks.learn.sweep logs/ablations --key ablation --reference none
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from blocks.compare import paired_difference, read
+from blocks.curves import read_run
+from blocks.paper import PAPER_SWEEPS
+
+COLUMNS = ("value", "seed", "mean_error", "median_error", "mean_min_distance", "median_min_distance", "mean_steps",
+           "horizon_rate", "paper_mean_error", "difference", "low", "high", "frames", "hours", "folder")  # fmt: skip
+
+
+def swept_value(job: Path, key: str) -> str | None:
+    """The value ``key`` took in a job: its override (``.hydra/overrides.yaml``), else its composed config."""
+    overrides = job / ".hydra" / "overrides.yaml"
+    if overrides.is_file():
+        for override in yaml.safe_load(overrides.read_text()) or []:
+            name, _, value = override.partition("=")
+            if name.lstrip("+~") == key:
+                return value
+    config = job / ".hydra" / "config.yaml"
+    if config.is_file():
+        value = OmegaConf.select(OmegaConf.load(config), key)
+        return None if value is None else str(value)
+    return None
+
+
+def paper_figure(key: str, value: str | None) -> float | None:
+    """The paper's dev mean error for this value of the swept key ("0.5" and ".50" alike), if it has one."""
+    for known, figure in PAPER_SWEEPS.get(key, {}).items():
+        if known == value:
+            return figure
+        try:
+            if value is not None and float(known) == float(value):
+                return figure
+        except ValueError:
+            continue
+    return None
+
+
+def plot_against_paper(rows: list[dict[str, Any]], key: str, out: Path) -> Path:
+    """Our dev mean error per swept value beside the paper's (a line over numeric values, else categories)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    try:
+        order = sorted(rows, key=lambda r: float(r["value"]))
+        x = [float(r["value"]) for r in order]
+        numeric = True
+    except (TypeError, ValueError):
+        order, x, numeric = rows, list(range(len(rows))), False
+    figure, axis = plt.subplots(figsize=(6, 3.8))
+    axis.plot(x, [r["mean_error"] for r in order], "o-", label="ours (dev)")
+    paper = [(xi, r["paper_mean_error"]) for xi, r in zip(x, order, strict=True) if r["paper_mean_error"]]
+    if paper:
+        axis.plot(*zip(*paper, strict=True), "s--", label="Misra et al. 2017 (dev)")
+    if not numeric:
+        axis.set_xticks(x, [str(r["value"]) for r in order], rotation=20)
+    axis.set_xlabel(key)
+    axis.set_ylabel("mean distance error (block lengths)")
+    axis.grid(alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(out, dpi=110)
+    return out
+
+
+def _last(columns: dict[str, np.ndarray], key: str) -> float:
+    values = columns.get(key, np.array([]))
+    values = values[~np.isnan(values)]
+    return float(values[-1]) if len(values) else float("nan")
+
+
+def summarize_sweep(folder: Path, key: str, reference: str) -> list[dict[str, Any]]:
+    """Rows for every finished job under ``folder``; writes summary.csv, summary.md and curves.png there."""
+    jobs = sorted(p.parent for p in folder.glob("*/final_eval.json"))
+    rows = []
+    for job in jobs:
+        value = swept_value(job, key)
+        record = json.loads((job / "final_eval.json").read_text())
+        columns = read_run(job) if any(job.glob("csv/version_*/metrics.csv")) else {}
+        paper = paper_figure(key, value)
+        rows.append({
+            "value": value, "seed": swept_value(job, "seed"), **{k: record[k] for k in COLUMNS[2:8]},
+            "paper_mean_error": paper,
+            "frames": _last(columns, "train/frames"), "hours": _last(columns, "time/train_hours"),
+            "folder": job.name,
+        })  # fmt: skip
+    # Each run against the reference run of its own seed (the same supervised start), else the first reference.
+    bases = {row["seed"]: job for job, row in zip(jobs, rows, strict=True) if row["value"] == reference}
+    for job, row in zip(jobs, rows, strict=True):
+        base = bases.get(row["seed"], next(iter(bases.values()), None))
+        if base is not None and job != base:
+            row.update({k: paired_difference(read(str(base / "episodes.csv")), read(str(job / "episodes.csv")))[k]
+                        for k in ("difference", "low", "high")})  # fmt: skip
+    with open(folder / "summary.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    (folder / "summary.md").write_text(markdown(rows, key, reference))
+    if rows:
+        plot_against_paper(rows, key, folder / "paper.png")
+    logged = [
+        (job, row) for job, row in zip(jobs, rows, strict=True) if any(job.glob("csv/version_*/metrics.csv"))
+    ]
+    if logged:
+        from blocks.curves import plot_runs
+
+        plot_runs([j for j, _ in logged], [f"{r['value']} (seed {r['seed']})" for _, r in logged],
+                  folder / "curves.png", title=f"{key} sweep")  # fmt: skip
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]], key: str, reference: str) -> str:
+    def number(x: Any, digits: int = 2) -> str:
+        return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{digits}f}"
+
+    lines = [
+        f"| {key} | seed | mean error | median | mean min. distance | paper (mean) | vs {reference} (95 % interval) | "
+        "steps | horizon | frames | hours |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        paired = "-" if r.get("difference") is None else (
+            f"{r['difference']:+.2f} ({r['low']:+.2f} to {r['high']:+.2f})")  # fmt: skip
+        frames = "-" if np.isnan(r["frames"]) else f"{r['frames'] / 1e6:.2f} M"
+        lines.append(
+            f"| {r['value']} | {r['seed'] or '-'} | {number(r['mean_error'])} | {number(r['median_error'])} | "
+            f"{number(r['mean_min_distance'])} | {number(r['paper_mean_error'])} | {paired} | "
+            f"{number(r['mean_steps'], 1)} | {100 * r['horizon_rate']:.0f} % | {frames} | {number(r['hours'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+class SweepSummary(Callback):
+    """Hydra callback: the sweep's table when the multirun ends (``hydra.callbacks`` in the experiment)."""
+
+    def __init__(self, key: str, reference: str) -> None:
+        self.key, self.reference = key, reference
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        folder = Path(config.hydra.sweep.dir)
+        rows = summarize_sweep(folder, self.key, self.reference)
+        print(f"\n{len(rows)} finished runs, summary in {folder / 'summary.md'}:\n")
+        print((folder / "summary.md").read_text(), flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m blocks.learn.sweep", description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="the sweep folder (hydra.sweep.dir)")
+    parser.add_argument("--key", required=True, help="the swept override, e.g. ablation")
+    parser.add_argument("--reference", required=True, help="the value the others are compared with")
+    args = parser.parse_args(argv)
+    summarize_sweep(args.folder, args.key, args.reference)
+    print((args.folder / "summary.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
