@@ -112,3 +112,43 @@ def test_an_ensemble_needs_a_vocabulary_per_network_and_existing_checkpoints(tmp
         PolicyAgent.from_checkpoint([str(tmp_path / "b.ckpt")])
     with pytest.raises(CheckpointError, match="a.ckpt: not a readable checkpoint"):
         PolicyAgent.from_checkpoint([str(present)])
+
+
+def test_oracle_planner_walks_the_named_block_around_the_others_to_its_target(renderer):
+    """Told the true block and target, the planner (on the simulator's board) detours round block 1 and stops."""
+    from blocks.agents.planner import OraclePlannerAgent
+    from blocks.world.planner import plan
+
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    task = Task(np.array([[0.0, 0.0], [0.3, 0.0]]), np.array([[0.6, 0.0], [0.3, 0.0]]))
+    policy = truthful_agent(env).policy
+    agent = OraclePlannerAgent(policy, VOCAB)
+    taken = run(agent, env, [task])
+    assert taken == plan(task).actions.tolist() and env.error[0] == pytest.approx(0.0, abs=1e-9)
+    assert env.failed_moves[0] == 0
+    absent = OraclePlannerAgent(policy, VOCAB).path(task, 7, np.array([0.5, 0.5]))
+    assert absent.tolist() == [80]  # a block not on the board: stop at once
+    with pytest.raises(ConfigError, match="goal head"):
+        OraclePlannerAgent(PolicyNetwork(len(VOCAB)), VOCAB)
+
+
+def test_target_learner_learns_block_and_target_from_the_first_picture(corpus_root):
+    """model=target: one pair per example (its start), the loss falls on a few examples, and it needs a goal head."""
+    import pytorch_lightning as pl
+
+    from blocks.learn.data import DemonstrationDataModule
+    from blocks.learn.target import TargetLearner
+
+    data = DemonstrationDataModule(root=str(corpus_root), batch_size=4, max_train_examples=4, seed=0,
+                                   first_step_only=True)  # fmt: skip
+    assert len(data.steps) == 4 and set(data.steps.index[:, 1]) == {0}
+    learner = TargetLearner(data.vocabulary.to_list(), {"goal_head": True})
+    learner.log = learner.log_dict = lambda *args, **kwargs: None  # training_step outside a Trainer
+    batch = data.steps.collate([(i, 0) for i in range(4)])
+    before = float(learner.training_step(batch, 0))
+    trainer = pl.Trainer(max_epochs=30, limit_val_batches=0, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
+    trainer.fit(learner, train_dataloaders=data.train_dataloader())
+    assert float(learner.training_step(batch, 0)) < 0.5 * before
+    with pytest.raises(ConfigError, match="goal_head"):
+        TargetLearner(data.vocabulary.to_list())

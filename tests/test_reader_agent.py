@@ -193,3 +193,26 @@ def test_location_accuracy_counts_blocks_within_half_a_block_length(renderer):
     assert (
         location_accuracy(reader, renderer, (positions, present, logo), batch_size=12)["located_logo"] == 0.0
     )
+
+
+def test_an_ensemble_takes_the_median_goal(renderer, two_block_task):
+    """Three predictors agree on the block; one puts the goal far off: the agent goes to the median goal."""
+
+    class Fixed(GoalPredictor):
+        def __init__(self, x: float):
+            super().__init__(len(WORDS), dim=16, heads=2, layers=1)
+            self.x = x
+
+        def forward(self, tokens, lengths, positions, present, logo):
+            moved = torch.full((len(tokens), 20), -10.0)
+            moved[:, 0] = 0.0
+            goals = torch.zeros(len(tokens), 20, 2)
+            goals[:, :, 0] = self.x
+            return moved.log_softmax(-1), goals, None
+
+    env = VectorBlocksEnv(render_frames=renderer.render)
+    observation, _ = env.reset([two_block_task])
+    agent_ = ReadAndPlanAgent(BoardReader(), [Fixed(1.0), Fixed(2.0), Fixed(10.0)], [WORDS] * 3)
+    agent_.begin([two_block_task], instructions=["move"])
+    agent_.act(observation)
+    assert agent_.perceived["goal"][0] == pytest.approx([2.0 * 0.1524, 0.0])

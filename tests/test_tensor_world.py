@@ -39,26 +39,31 @@ def random_actions(rng: np.random.Generator, tasks: list[Task], stop: float) -> 
     return np.where(rng.random(len(tasks)) < stop, STOP, actions)
 
 
-def run_both(tasks, reward, renderer, seed, stop=0.03, steps=None):
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])  # on a GPU machine, both
+
+
+def run_both(tasks, reward, renderer, seed, stop=0.03, steps=None, device="cpu"):
     """Step both environments with the same actions; assert they agree at every step. Returns steps taken."""
     numpy_env = VectorBlocksEnv(reward, render_frames=renderer.render if renderer else None)
-    torch_env = TensorBlocksEnv(reward, renderer=TensorRenderer(renderer) if renderer else None)
+    torch_env = TensorBlocksEnv(
+        reward, renderer=TensorRenderer(renderer, device) if renderer else None, device=device
+    )
     obs_n, _ = numpy_env.reset(tasks)
     obs_t, _ = torch_env.reset(tasks)
     rng = np.random.default_rng(seed)
     taken = 0
     while not numpy_env.all_done and (steps is None or taken < steps):
         if renderer is not None:
-            assert np.array_equal(obs_t["image"].numpy(), obs_n["image"])
+            assert np.array_equal(obs_t["image"].cpu().numpy(), obs_n["image"])
         actions = random_actions(rng, tasks, stop)
         obs_n, reward_n, term_n, trunc_n, info_n = numpy_env.step(actions)
-        obs_t, reward_t, term_t, trunc_t, info_t = torch_env.step(torch.from_numpy(actions))
-        assert np.array_equal(torch_env.positions.numpy(), numpy_env.positions)
-        assert np.array_equal(info_t["failed"].numpy(), info_n["failed"])
-        np.testing.assert_allclose(reward_t.numpy(), reward_n, rtol=0, atol=1e-9)
-        np.testing.assert_allclose(info_t["error"].numpy(), info_n["error"], rtol=0, atol=1e-9)
-        assert np.array_equal(term_t.numpy(), term_n) and np.array_equal(trunc_t.numpy(), trunc_n)
-        assert np.array_equal(obs_t["previous_action"].numpy(), obs_n["previous_action"])
+        obs_t, reward_t, term_t, trunc_t, info_t = torch_env.step(torch.from_numpy(actions).to(device))
+        assert np.array_equal(torch_env.positions.cpu().numpy(), numpy_env.positions)
+        assert np.array_equal(info_t["failed"].cpu().numpy(), info_n["failed"])
+        np.testing.assert_allclose(reward_t.cpu().numpy(), reward_n, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(info_t["error"].cpu().numpy(), info_n["error"], rtol=0, atol=1e-9)
+        assert np.array_equal(term_t.cpu().numpy(), term_n) and np.array_equal(trunc_t.cpu().numpy(), trunc_n)
+        assert np.array_equal(obs_t["previous_action"].cpu().numpy(), obs_n["previous_action"])
         taken += 1
     assert torch_env.all_done == numpy_env.all_done
     for ours, reference in zip(torch_env.results(), numpy_env.results(), strict=True):
@@ -70,19 +75,21 @@ def run_both(tasks, reward, renderer, seed, stop=0.03, steps=None):
     return taken, numpy_env
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("preset", REWARD_PRESETS)
-def test_random_steps_match_numpy_for_every_reward(preset):
+def test_random_steps_match_numpy_for_every_reward(preset, device):
     """Thousands of random steps on crowded boards (failed moves, STOPs, the horizon) under each reward."""
     tasks = crowded_tasks(64, seed=1)
-    taken, env = run_both(tasks, RewardConfig.preset(preset), None, seed=2)
+    taken, env = run_both(tasks, RewardConfig.preset(preset), None, seed=2, device=device)
     assert taken * len(tasks) >= 2000
     assert env.failed_moves.sum() > 100 and env.stopped.any() and (env.done & ~env.stopped).any()
 
 
-def test_pictures_match_numpy_while_blocks_move(renderer):
+@pytest.mark.parametrize("device", DEVICES)
+def test_pictures_match_numpy_while_blocks_move(renderer, device):
     """Every picture of 48 boards over a whole episode, faces clipped at the picture's edges included."""
     tasks = crowded_tasks(48, seed=3)
-    run_both(tasks, RewardConfig(), renderer, seed=4, stop=0.0)
+    run_both(tasks, RewardConfig(), renderer, seed=4, stop=0.0, device=device)
 
 
 def test_renderer_draws_the_later_block_where_faces_meet(renderer):
@@ -98,10 +105,11 @@ def test_renderer_draws_the_later_block_where_faces_meet(renderer):
     assert np.array_equal(drawn.numpy(), expected)
 
 
-def test_corpus_episodes_match_numpy(corpus_root, renderer):
+@pytest.mark.parametrize("device", DEVICES)
+def test_corpus_episodes_match_numpy(corpus_root, renderer, device):
     """Real dev boards with the demonstrations F2 follows: rewards, boards and pictures agree step by step."""
     examples = load_split("dev", corpus_root)[::40]
-    run_both([x.task for x in examples], RewardConfig(), renderer, seed=5)
+    run_both([x.task for x in examples], RewardConfig(), renderer, seed=5, device=device)
 
 
 def test_step_rejects_what_is_not_a_long_tensor(two_block_task):

@@ -159,6 +159,7 @@ def bench_train(
     skip_supervised: bool = False,
     simulator: str = "numpy",
     accelerator: str = "auto",
+    chunks_per_update: int | None = None,
 ) -> dict[str, float]:
     """Frames per second of whole training steps, through Lightning's Trainer, for both learners.
 
@@ -216,7 +217,11 @@ def bench_train(
         figures["supervised_frames_per_s"] = supervised_rate
 
     bandit_data = RolloutDataModule(
-        batch_size=batch, episodes_per_update=episodes_per_update, seed=0, simulator=simulator
+        batch_size=batch,
+        episodes_per_update=episodes_per_update,
+        seed=0,
+        simulator=simulator,
+        chunks_per_update=chunks_per_update,
     )
     bandit = BanditLearner(bandit_data.vocabulary.to_list())
     with (
@@ -263,12 +268,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument(
         "--accelerator", default="auto", help="train: Lightning's accelerator (cpu, gpu, auto)"
     )
+    parser.add_argument("--chunks-per-update", type=int, default=None,
+                        help="train: backward passes per update (1: the whole update at once, for GPUs)")  # fmt: skip
     args = parser.parse_args(argv)
     options = {}
     if args.which == "train":
         options = {
             "episodes_per_update": args.episodes_per_update, "skip_supervised": args.skip_supervised,
             "batch": args.batch, "simulator": args.simulator, "accelerator": args.accelerator,
+            "chunks_per_update": args.chunks_per_update,
         }  # fmt: skip
     figures = BENCHMARKS[args.which](seconds=args.seconds, **options)
     print(json.dumps({k: round(v, 2) for k, v in figures.items()}))

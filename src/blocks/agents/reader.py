@@ -46,7 +46,7 @@ class ReadAndPlanAgent(Agent):
         ``clearance``: block lengths the first path keeps from the perceived blocks beyond what a collision needs;
         each failed move adds ``clearance_step``, so the next path goes round the misread block more widely.
         Several goal predictors (with a vocabulary each) act as an ensemble: the mean of their block log-probabilities
-        and of their goals."""
+        and the median of their goals."""
         self.min_block_probability = min_block_probability
         self.clearance, self.clearance_step = clearance, clearance_step
         self.reader = reader
@@ -104,7 +104,9 @@ class ReadAndPlanAgent(Agent):
             for predictor, (tokens, lengths) in zip(self.predictors, self.texts, strict=True)
         ]
         moved = torch.stack([m for m, _, _ in readings]).mean(0).log_softmax(-1)
-        goals = torch.stack([g for _, g, _ in readings]).mean(0)
+        # The median goal of an ensemble (the mean of two): one member reading the instruction against another
+        # reference block does not drag the goal between the two.
+        goals = torch.stack([g for _, g, _ in readings]).quantile(0.5, dim=0)
         confidence, block = moved.exp().max(-1)
         goal = goals[torch.arange(len(rows)), block] * BLOCK_SIDE
         unsure = (confidence < self.min_block_probability).cpu().numpy()

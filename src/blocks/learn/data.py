@@ -165,14 +165,21 @@ class DemonstrationSteps(Dataset):
         renderer: Renderer,
         frames: int = 5,
         demonstrations: Callable[[Task], Demonstration] = demonstration,
+        first_step_only: bool = False,
     ):
+        """``first_step_only``: one pair per example, its start (``model=target`` learns only there)."""
         self.examples = examples
         self.token_ids = token_ids
         self.renderer = renderer
         self.frames = frames
         self.plans = [demonstrations(x.task) for x in examples]
         self.index = np.array(
-            [(i, t) for i, p in enumerate(self.plans) for t in range(len(p.actions))], np.int64
+            [
+                (i, t)
+                for i, p in enumerate(self.plans)
+                for t in range(1 if first_step_only else len(p.actions))
+            ],
+            np.int64,
         )
 
     def __len__(self) -> int:
@@ -230,9 +237,10 @@ class DemonstrationSteps(Dataset):
 class DemonstrationDataModule(BlocksDataModule):
     """Shuffled mini-batches of demonstration pairs (Lightning shards them under DDP with its sampler)."""
 
-    def __init__(self, batch_size: int = 32, **kwargs):
+    def __init__(self, batch_size: int = 32, first_step_only: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.batch_size = batch_size
+        self.first_step_only = first_step_only
 
     @cached_property
     def steps(self) -> DemonstrationSteps:
@@ -240,7 +248,12 @@ class DemonstrationDataModule(BlocksDataModule):
         if not examples:
             raise ConfigError("data.demonstration_fraction leaves no demonstrations to learn from")
         return DemonstrationSteps(
-            examples, self.token_ids(examples), self.renderer, self.frames, self.demonstrations
+            examples,
+            self.token_ids(examples),
+            self.renderer,
+            self.frames,
+            self.demonstrations,
+            self.first_step_only,
         )
 
     def train_dataloader(self) -> DataLoader:

@@ -11,11 +11,19 @@ from blocks.learn.distill import DistillationLearner
 from blocks.learn.oracle import OracleLearner
 from blocks.learn.spo import SPOLearner
 from blocks.learn.supervised import SupervisedLearner
+from blocks.learn.target import TargetLearner
 from blocks.model.checkpoint import read_checkpoint
 
 LEARNERS = {
     cls.kind: cls
-    for cls in (SupervisedLearner, BanditLearner, OracleLearner, DistillationLearner, SPOLearner)
+    for cls in (
+        SupervisedLearner,
+        BanditLearner,
+        OracleLearner,
+        DistillationLearner,
+        SPOLearner,
+        TargetLearner,
+    )
 }
 
 

@@ -106,7 +106,6 @@ def final_evaluation(
 ) -> dict[str, Any] | None:
     """Evaluate the checkpoint the tuning split selected on ``final_eval.split`` (dev by default) and print
     its row beside the paper's; also written to ``final_eval.json`` and ``episodes.csv`` in the run folder."""
-    from blocks.agents.policy import PolicyAgent
     from blocks.corpus.loader import load_split
     from blocks.evaluate import run_episodes, write_episodes
     from blocks.paper import comparison_row
@@ -117,7 +116,9 @@ def final_evaluation(
     if not split or not trainer.is_global_zero or not hasattr(model, "agent"):  # a board reader does not act
         return None
     selected = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
-    agent = PolicyAgent.from_checkpoint(selected) if selected else model.agent()
+    agent = (
+        type(model.agent()).from_checkpoint(selected) if selected else model.agent()
+    )  # the learner's agent
     examples = load_split(split, cfg.data.root)
     if cfg.final_eval.limit is not None:
         examples = examples[: cfg.final_eval.limit]
