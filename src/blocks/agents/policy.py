@@ -128,7 +128,7 @@ class PolicyAgent(Agent):
             if goal:
                 goals.append(policy.predict_goal(features, images, text))
         mean_goal = torch.stack(goals).mean(0) if goal else None
-        return FactoredActionDistribution.mean_of(distributions), mean_goal
+        return type(distributions[0]).mean_of(distributions), mean_goal  # factored, or a Q-network's
 
     @torch.no_grad()
     def act(self, observation: dict[str, np.ndarray]) -> np.ndarray:

@@ -103,7 +103,6 @@ class GoalLearner(pl.LightningModule):
         block_loss_weight: float = 1.0,
         dropout: float = 0.1,
         translate: float = 4.0,
-        cosine: bool = False,
     ):
         super().__init__()
         if lr <= 0 or min(position_noise, block_loss_weight, translate) < 0 or not 0 <= dropout < 1:
@@ -116,15 +115,8 @@ class GoalLearner(pl.LightningModule):
         self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout)
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
 
-    def configure_optimizers(self) -> Any:
-        optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
-        if not self.hparams.cosine:
-            return optimizer
-        if not self.trainer.max_epochs or self.trainer.max_epochs < 1:
-            raise ConfigError("model.cosine=true needs trainer.max_epochs: the schedule ends with the run")
-        # The learning rate falls to zero over the run's epochs: the last epochs settle instead of wandering.
-        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=self.trainer.max_epochs)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "epoch"}}
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to

@@ -8,6 +8,7 @@ from blocks.errors import CheckpointError
 from blocks.learn.bandit import BanditLearner
 from blocks.learn.base import PolicyLearner
 from blocks.learn.distill import DistillationLearner
+from blocks.learn.dqn import DQNLearner
 from blocks.learn.oracle import OracleLearner
 from blocks.learn.spo import SPOLearner
 from blocks.learn.supervised import SupervisedLearner
@@ -23,6 +24,7 @@ LEARNERS = {
         DistillationLearner,
         SPOLearner,
         TargetLearner,
+        DQNLearner,
     )
 }
 

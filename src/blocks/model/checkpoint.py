@@ -15,13 +15,14 @@ from typing import Any
 import torch
 
 from blocks.errors import CheckpointError, ConfigError
+from blocks.model.dqn import QNetwork
 from blocks.model.goal_predictor import GoalPredictor
 from blocks.model.perception import BoardReader
 from blocks.model.policy import PolicyNetwork
 from blocks.model.spo import SPONetwork
 
 # network.architecture -> the class every learner, agent and loader builds from the same keys
-ARCHITECTURES: dict[str, type[PolicyNetwork]] = {"paper": PolicyNetwork, "spo": SPONetwork}
+ARCHITECTURES: dict[str, type[PolicyNetwork]] = {"paper": PolicyNetwork, "spo": SPONetwork, "dqn": QNetwork}
 
 # Network options that left the package after they measured no gain (docs/experiments/network-options.md):
 # a checkpoint that used them at these values is the plain network and still loads.

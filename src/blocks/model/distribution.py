@@ -91,3 +91,36 @@ def from_action(
     block = torch.where(is_stop, fallback, actions // NUM_DIRECTIONS)
     direction = torch.where(is_stop, torch.full_like(actions, STOP_DIRECTION), actions % NUM_DIRECTIONS)
     return block, direction
+
+
+class EpsilonGreedy:
+    """A Q-network's choice among the 81 actions: the best value, or with probability ``epsilon`` a uniform one.
+
+    Shares :class:`FactoredActionDistribution`'s acting interface (``greedy``, ``sample``, ``mean_of``)."""
+
+    def __init__(self, q_values: torch.Tensor, epsilon: float = 0.0):
+        self.q_values = q_values
+        self.epsilon = epsilon
+
+    @classmethod
+    def mean_of(cls, distributions: Sequence[EpsilonGreedy]) -> EpsilonGreedy:
+        """An ensemble: the mean of the members' action values."""
+        if len(distributions) == 1:
+            return distributions[0]
+        return cls(torch.stack([d.q_values for d in distributions]).mean(0), distributions[0].epsilon)
+
+    def greedy(self) -> torch.Tensor:
+        return self.q_values.argmax(dim=1)
+
+    def sample(
+        self, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(action ids, blocks, directions) of an epsilon-greedy draw; STOP has block 0 and direction 4."""
+        device = self.q_values.device
+        on = generator.device if generator is not None else device
+        n = len(self.q_values)
+        explore = torch.rand(n, generator=generator, device=on).to(device) < self.epsilon
+        uniform = torch.randint(STOP + 1, (n,), generator=generator, device=on).to(device)
+        actions = torch.where(explore, uniform, self.greedy())
+        block, direction = from_action(actions)
+        return actions, block, direction
