@@ -164,20 +164,23 @@ def collect_rollout(
         ):
             steps[key].append(value)
     stacked = {k: torch.from_numpy(np.stack(v)) for k, v in steps.items() if k != "goal" or wants_goal}
-    return Rollout(
-        frames=stacked["frames"],
-        previous_action=stacked["previous"],
-        block=stacked["block"],
-        direction=stacked["direction"],
-        reward=stacked["reward"],
-        active=stacked["active"],
-        tokens=tokens,
-        lengths=lengths,
-        final_error=torch.from_numpy(env.error.astype(np.float32)),
-        goal=stacked["goal"] if wants_goal else None,
+    return _rollout(
+        stacked, tokens, lengths, torch.from_numpy(env.error.astype(np.float32)),
         oracle_block=None if oracle is None else torch.from_numpy(oracle_block),
         oracle_directions=None if oracle is None else torch.from_numpy(np.stack(oracle_directions)),
-    )
+    )  # fmt: skip
+
+
+def _rollout(
+    stacked: dict[str, torch.Tensor], tokens: torch.Tensor, lengths: torch.Tensor, final_error: torch.Tensor,
+    **oracle: torch.Tensor | None,
+) -> Rollout:  # fmt: skip
+    """The :class:`Rollout` of the per-step tensors a collector stacked (``goal`` only with a goal head)."""
+    return Rollout(
+        frames=stacked["frames"], previous_action=stacked["previous"], block=stacked["block"],
+        direction=stacked["direction"], reward=stacked["reward"], active=stacked["active"], tokens=tokens,
+        lengths=lengths, final_error=final_error, goal=stacked.get("goal"), **oracle,
+    )  # fmt: skip
 
 
 @torch.no_grad()
@@ -231,15 +234,4 @@ def collect_device_rollout(
         ):
             steps[key].append(value)
     stacked = {k: torch.stack(v) for k, v in steps.items() if v}
-    return Rollout(
-        frames=stacked["frames"],
-        previous_action=stacked["previous"],
-        block=stacked["block"],
-        direction=stacked["direction"],
-        reward=stacked["reward"],
-        active=stacked["active"],
-        tokens=tokens.to(device),
-        lengths=lengths.to(device),
-        final_error=env.error.float(),
-        goal=stacked.get("goal"),
-    )
+    return _rollout(stacked, tokens.to(device), lengths.to(device), env.error.float())
