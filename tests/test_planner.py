@@ -159,3 +159,16 @@ def test_oracle_agrees_with_every_demonstration_step(corpus_root):
             assert block == demo.block and good[4 if action == STOP else action % 4]
             checked += 1
     assert checked > 3000
+
+
+def test_planning_many_tasks_in_processes_fills_the_cache_with_the_same_plans():
+    from blocks.world.planner import DemonstrationCache
+
+    rng = np.random.default_rng(0)
+    tasks = [Task(np.array([[0.0, 0.0], [0.3, 0.1]]), np.array([[x, z], [0.3, 0.1]]))
+             for x, z in rng.uniform(-0.9, 0.9, (12, 2))]  # fmt: skip
+    cache = DemonstrationCache("release")
+    cache.plan_many(tasks + tasks[:3], processes=2)
+    assert len(cache) == 12
+    for task in tasks:
+        assert np.array_equal(cache(task).actions, plan(task, route="release").actions)

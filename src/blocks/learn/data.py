@@ -7,7 +7,9 @@ and workers would fight the two cores for little gain.
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
@@ -26,11 +28,12 @@ from blocks.model.policy import PolicyNetwork, goal_targets, pad_token_ids
 from blocks.render.renderer import Renderer
 from blocks.tensor_world import TensorBlocksEnv, TensorRenderer
 from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
-from blocks.world.planner import Demonstration, Oracle, check_route, demonstration
+from blocks.world.planner import Demonstration, Oracle, check_route, demonstration, plan_demonstrations
 from blocks.world.rewards import RewardConfig
 from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
 
+log = logging.getLogger(__name__)
 SIMULATORS = ("numpy", "torch")  # where rollouts run: numpy on the CPU, or torch on the policy's device
 
 
@@ -125,6 +128,14 @@ class BlocksDataModule(pl.LightningDataModule):
     @cached_property
     def _demonstrated_keys(self) -> set[bytes]:
         return {x.task.key() for x in self.demonstrated_examples}
+
+    def plan_demonstrations(self) -> None:
+        """Plan the demonstrated examples' paths up front, on every core (the first epoch would plan them one by
+        one between rollouts)."""
+        tasks = [x.task for x in self.demonstrated_examples]
+        if tasks:
+            log.info("planning the demonstrations of %d training examples", len(tasks))
+            plan_demonstrations(tasks, self.demonstration_route, processes=os.cpu_count() or 1)
 
     def demonstrations(self, task: Task) -> Demonstration | None:
         """The demonstration of ``task`` along the configured route; None for a task kept without one."""
@@ -247,6 +258,7 @@ class DemonstrationDataModule(BlocksDataModule):
         examples = self.demonstrated_examples
         if not examples:
             raise ConfigError("data.demonstration_fraction leaves no demonstrations to learn from")
+        self.plan_demonstrations()
         return DemonstrationSteps(
             examples,
             self.token_ids(examples),
@@ -415,6 +427,8 @@ class RolloutDataModule(StreamState, BlocksDataModule):
 
     @cached_property
     def stream(self) -> RolloutStream:
+        if self.reward.f2:  # F2 follows the demonstrations: plan them now rather than during the first epoch
+            self.plan_demonstrations()
         return RolloutStream(
             self.train_examples,
             self.token_ids(self.train_examples),

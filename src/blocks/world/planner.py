@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import multiprocessing
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -307,6 +309,17 @@ class DemonstrationCache:
     def __len__(self) -> int:
         return len(self._plans)
 
+    def plan_many(self, tasks: Sequence[Task], processes: int = 1) -> None:
+        """Plan every task not cached yet, in ``processes`` worker processes: a training run plans its 1,244
+        distinct tasks once at the start (about 10 ms each with A*, 90 ms with the release's search)."""
+        missing = list({t.key(): t for t in tasks if t.key() not in self._plans}.items())
+        if processes > 1 and len(missing) > processes:
+            with multiprocessing.get_context("fork").Pool(processes) as pool:
+                plans = pool.map(partial(plan, route=self.route), [t for _, t in missing], chunksize=8)
+        else:
+            plans = [plan(t, route=self.route) for _, t in missing]
+        self._plans.update(zip([k for k, _ in missing], plans, strict=True))
+
 
 _caches = {route: DemonstrationCache(route) for route in ROUTES}
 default_cache = _caches["astar"]
@@ -315,6 +328,11 @@ default_cache = _caches["astar"]
 def demonstration(task: Task, route: str = "astar") -> Demonstration:
     """The cached demonstration of ``task`` along ``route`` (see the module docstring)."""
     return _caches[check_route(route)](task)
+
+
+def plan_demonstrations(tasks: Sequence[Task], route: str = "astar", processes: int = 1) -> None:
+    """Fill the cache :func:`demonstration` reads for all ``tasks`` at once, in parallel processes."""
+    _caches[check_route(route)].plan_many(tasks, processes)
 
 
 # -- the oracle: best directions from any board state --------------------------------------------------------------
