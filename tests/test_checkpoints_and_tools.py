@@ -360,3 +360,29 @@ def test_sweep_summary_pairs_each_run_with_the_reference(tmp_path):
     assert (
         paper_figure("data.demonstration_fraction", "0.50") == 3.69 and paper_figure("ablation", "x") is None
     )
+
+
+def test_averaging_a_runs_epochs_gives_the_mean_weights(tmp_path):
+    """``export --average``: the mean of the epochs' weights, loadable like any exported goal predictor."""
+    import torch
+
+    from blocks.learn.export import average
+    from blocks.learn.goal import GoalLearner
+    from blocks.model.checkpoint import load_goal_predictor
+
+    folder = tmp_path / "run" / "checkpoints"
+    folder.mkdir(parents=True)
+    learners = []
+    for epoch in range(3):
+        torch.manual_seed(epoch)
+        learner = GoalLearner(["<pad>", "<unk>", "move"], dim=16, heads=2, layers=1)
+        learners.append(learner)
+        torch.save({"state_dict": learner.state_dict(), "hyper_parameters": dict(learner.hparams), "epoch": epoch},
+                   folder / f"epoch_{epoch:03d}.ckpt")  # fmt: skip
+    out = average(tmp_path / "run", 1, 2, tmp_path / "mean.ckpt")
+    predictor, _ = load_goal_predictor(out)
+    weight = predictor.moved.weight
+    expected = (learners[1].predictor.moved.weight + learners[2].predictor.moved.weight) / 2
+    assert torch.allclose(weight, expected, atol=1e-6)
+    with pytest.raises(Exception, match="no such checkpoints"):
+        average(tmp_path / "run", 2, 5, tmp_path / "bad.ckpt")

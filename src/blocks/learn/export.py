@@ -2,6 +2,7 @@
 
     python -m blocks.learn.export logs/train/runs/<run>/checkpoints/epoch_012.ckpt checkpoints/bandit.ckpt
     python -m blocks.learn.export --best logs/train/runs/<run> checkpoints/bandit.ckpt   # the tune-best one
+    python -m blocks.learn.export --average 14 19 logs/train/runs/<run> out.ckpt   # the mean weights of epochs 14-19
 
 The result still loads with ``blocks.model.checkpoint.load_policy(path)``, ``load_learner(path)`` and
 ``python eval.py agent=policy ckpt_path=path``; it cannot resume training (no optimizer state).
@@ -29,6 +30,26 @@ def export(source: str | Path, destination: str | Path) -> Path:
     destination.parent.mkdir(parents=True, exist_ok=True)
     torch.save(slim, destination)
     return destination
+
+
+def average(run: str | Path, first: int, last: int, destination: str | Path) -> Path:
+    """The mean of the weights of a run's epoch checkpoints ``epoch_<first>`` to ``epoch_<last>`` (same names
+    as the default checkpoint files), exported like :func:`export`: averaging the last epochs of a noisy run gives
+    a flatter, steadier network than any one of them."""
+    paths = [Path(run) / "checkpoints" / f"epoch_{epoch:03d}.ckpt" for epoch in range(first, last + 1)]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing or first > last:
+        raise CheckpointError(f"--average {first} {last}: no such checkpoints {missing or ''}")
+    export(paths[-1], destination)
+    slim = torch.load(destination, map_location="cpu", weights_only=False)
+    states = [torch.load(p, map_location="cpu", weights_only=False)["state_dict"] for p in paths]
+    slim["state_dict"] = {
+        k: torch.stack([s[k].double() for s in states]).mean(0).to(v.dtype) if v.is_floating_point() else v
+        for k, v in slim["state_dict"].items()
+    }
+    slim["exported_from"] = f"mean of {paths[0]} .. {paths[-1].name}"
+    torch.save(slim, destination)
+    return Path(destination)
 
 
 def validations(run: str | Path) -> list[tuple[Path, float]]:
@@ -65,8 +86,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("source", help="a training checkpoint, or with --best a run folder")
     parser.add_argument("destination")
     parser.add_argument("--best", action="store_true", help="export the run's tune-best checkpoint")
+    parser.add_argument("--average", nargs=2, type=int, metavar=("FIRST", "LAST"),
+                        help="export the mean weights of the run's epochs FIRST to LAST")  # fmt: skip
     args = parser.parse_args(argv)
     source = args.source
+    if args.average:
+        path = average(source, *args.average, args.destination)
+        print(f"wrote {path}: {torch.load(path, weights_only=False)['exported_from']}")
+        return
     if args.best:
         for path, score in validations(source):
             print(f"{path.name}: val/mean_error {score:.3f}")
