@@ -160,7 +160,9 @@ class _ReleaseHeap:
     """The release's open list: an array min-heap on f alone (equal keys are equal) that can delete an entry."""
 
     def __init__(self) -> None:
-        self.keys: list[np.float32] = []
+        self.keys: list[
+            float
+        ] = []  # single-precision values held as Python floats (exact, and fast to compare)
         self.cells: list[tuple[int, int]] = []
         self.slot: dict[tuple[int, int], int] = {}
 
@@ -179,8 +181,9 @@ class _ReleaseHeap:
 
     def _settled(self, i: int) -> bool:
         """The key at ``i`` is <= each existing child's."""
-        n, key = len(self.keys), self.keys[i]
-        return all(c >= n or key <= self.keys[c] for c in (2 * i + 1, 2 * i + 2))
+        keys, first = self.keys, 2 * i + 1
+        n, key = len(keys), keys[i]
+        return (first >= n or key <= keys[first]) and (first + 1 >= n or key <= keys[first + 1])
 
     def _down(self, i: int) -> None:
         n = len(self.keys)
@@ -193,7 +196,7 @@ class _ReleaseHeap:
             self._swap(i, child)
             i = child
 
-    def push(self, key: np.float32, cell: tuple[int, int]) -> None:
+    def push(self, key: float, cell: tuple[int, int]) -> None:
         self.keys.append(key)
         self.cells.append(cell)
         self.slot[cell] = len(self.keys) - 1
@@ -233,7 +236,7 @@ def _release_search(origin: np.ndarray, goal: np.ndarray, others: np.ndarray, ma
     depth = {start: 0}
     parent: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
     frontier = _ReleaseHeap()
-    frontier.push(np.float32(gap[start]), start)
+    frontier.push(float(np.float32(gap[start])), start)
     closed: set[tuple[int, int]] = set()
     best, best_gap = start, np.inf
     while len(frontier):
@@ -258,7 +261,7 @@ def _release_search(origin: np.ndarray, goal: np.ndarray, others: np.ndarray, ma
             cost[nxt] = np.float32(tentative)
             depth[nxt] = depth[cell] + 1
             parent[nxt] = (cell, direction)
-            frontier.push(np.float32(float(cost[nxt]) + float(gap[nxt])), nxt)
+            frontier.push(float(np.float32(float(cost[nxt]) + float(gap[nxt]))), nxt)
     return _path(parent, start, best)
 
 
