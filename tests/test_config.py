@@ -15,7 +15,8 @@ from blocks.learn.train import check_config, pretraining
 
 from .conftest import REPO
 
-MODELS = ("supervised", "bandit", "reinforce", "oracle", "distill", "spo", "perception", "goal_predictor")
+MODELS = ("supervised", "bandit", "reinforce", "oracle", "distill", "spo", "perception", "goal_predictor", "target",
+          "dqn")  # fmt: skip
 
 
 def composed(*overrides: str):
@@ -129,7 +130,26 @@ def test_a_later_stage_of_a_recipe_needs_the_stage_before(experiment):
 
 @pytest.mark.parametrize(
     "experiment",
-    ["paper_supervised", "paper_bandit", "supervised_goal", "smoke", "board_reader", "goal_predictor"],
-)
+    ["paper_supervised", "paper_bandit", "supervised_goal", "smoke", "board_reader", "goal_predictor", "ablations",
+     "figure4"],
+)  # fmt: skip
 def test_every_recipe_composes_and_passes_the_checks(experiment):
     check_config(composed(f"experiment={experiment}"))
+
+
+def test_ckpt_path_last_resumes_this_run_folder_only_when_it_has_a_checkpoint(tmp_path):
+    from blocks.learn.train import resume_path, supervised_start
+
+    cfg = composed("model=bandit", "ckpt_path=last")
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(tmp_path)
+    check_config(cfg)  # "last" is not a file name
+    assert resume_path(cfg) is None
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "last.ckpt").write_bytes(b"")
+    assert resume_path(cfg) == str(tmp_path / "checkpoints" / "last.ckpt")
+    shared = composed("model=bandit", "pretrain.checkpoint=checkpoints/supervised.ckpt")
+    assert supervised_start(shared, []) == "checkpoints/supervised.ckpt"  # no pretraining: the shared start
+    assert supervised_start(composed("model=bandit", "data.demonstration_fraction=0"), []) is None
+    with pytest.raises(CheckpointError, match="pretrain.checkpoint"):
+        check_config(composed("model=bandit", "pretrain.checkpoint=missing.ckpt"))
