@@ -246,7 +246,8 @@ def test_figure4_sweep_on_submitit_local_mode(corpus_root, tmp_path):
         tmp_path, corpus_root,
     )  # fmt: skip
     sweep = tmp_path / "logs" / "figure4"
-    assert not (sweep / "fraction=0.0,seed=42" / "pretrain").exists()
+    nothing = sweep / "fraction=0,seed=42"
+    assert (nothing / "final_eval.json").is_file() and not (nothing / "pretrain").exists()
     assert (sweep / "fraction=1.0,seed=42" / "pretrain").is_dir()
     table = (sweep / "summary.md").read_text()
-    assert "| 0.0 | 42 |" in table and "5.45" in table and "3.60" in table
+    assert "| 0 | 42 |" in table and "5.45" in table and "3.60" in table

@@ -19,6 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import multiprocessing
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -317,11 +318,24 @@ class DemonstrationCache:
         distinct tasks once at the start (about 10 ms each with A*, 90 ms with the release's search)."""
         missing = list({t.key(): t for t in tasks if t.key() not in self._plans}.items())
         if processes > 1 and len(missing) > processes:
-            with multiprocessing.get_context("fork").Pool(processes) as pool:
+            pool = multiprocessing.get_context("fork").Pool(processes, initializer=_default_signals)
+            try:
                 plans = pool.map(partial(plan, route=self.route), [t for _, t in missing], chunksize=8)
+            except BaseException:
+                pool.terminate()
+                raise
+            pool.close()  # the workers end on their own, not by a SIGTERM that an inherited handler may swallow
+            pool.join()
         else:
             plans = [plan(t, route=self.route) for _, t in missing]
         self._plans.update(zip([k for k, _ in missing], plans, strict=True))
+
+
+def _default_signals() -> None:
+    """In a planning worker: the default SIGTERM and SIGINT, not the handlers forked from a training process
+    (Lightning's and job launchers' catch SIGTERM and would keep the worker alive)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 _caches = {route: DemonstrationCache(route) for route in ROUTES}
