@@ -190,8 +190,8 @@ def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
     "args, message",
     [
         (
-            ["model=dqn"],
-            "error: In 'train': Could not find 'model/dqn' Available options in 'model': bandit,",
+            ["model=a2c"],
+            "error: In 'train': Could not find 'model/a2c' Available options in 'model': bandit,",
         ),
         (["model=bandit", "ablation=no_f3"], "error: In 'train': Could not find 'ablation/no_f3'"),
         (
