@@ -310,8 +310,6 @@ class RolloutStream(IterableDataset):
         oracle: Oracle | None = None,
         simulator: str = "numpy",
     ):
-        if simulator not in SIMULATORS:
-            raise ConfigError(f"data.simulator={simulator!r}: choose one of {', '.join(SIMULATORS)}")
         if episodes_per_update < 1 or rollouts_per_batch % episodes_per_update:
             raise ConfigError("data.batch_size must be a positive multiple of data.episodes_per_update")
         if not 1 <= chunks_per_update <= episodes_per_update:

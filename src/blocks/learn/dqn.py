@@ -95,6 +95,7 @@ class DQNLearner(RolloutLearner):
         super().__init__(vocabulary, network, lr, goal_loss_weight=0.0, gradient_clip=gradient_clip)
         if not isinstance(self.policy, QNetwork):
             raise ConfigError("model=dqn learns action values: use network=dqn (network.architecture=dqn)")
+        # A submodule: checkpoints save and restore it with the rest (exports keep only the policy).
         self.target = copy.deepcopy(self.policy).requires_grad_(False)
         self.memory = ReplayMemory(memory_size, priority_exponent)
         self.sampler = torch.Generator().manual_seed(0)
@@ -159,12 +160,6 @@ class DQNLearner(RolloutLearner):
     def on_train_epoch_end(self) -> None:
         self.target.load_state_dict(self.policy.state_dict())  # the paper syncs the target after every epoch
 
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_save_checkpoint(checkpoint)
-        checkpoint["dqn_target"] = self.target.state_dict()
-
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_load_checkpoint(checkpoint)
-        if "dqn_target" in checkpoint:
-            self.target.load_state_dict(checkpoint["dqn_target"])
         self.policy.epsilon = self.epsilon()

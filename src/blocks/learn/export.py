@@ -21,15 +21,22 @@ NETWORKS = ("policy.", "reader.", "predictor.")  # what a learner holds that act
 KEPT = ("state_dict", "hyper_parameters", "pytorch-lightning_version", "epoch", "global_step", "frames_seen")
 
 
-def export(source: str | Path, destination: str | Path) -> Path:
-    checkpoint = torch.load(source, map_location="cpu", weights_only=False)
+def _slim(checkpoint: dict, source: str) -> dict:
     slim = {k: checkpoint[k] for k in KEPT if k in checkpoint}
     slim["state_dict"] = {k: v for k, v in slim["state_dict"].items() if k.startswith(NETWORKS)}
-    slim["exported_from"] = str(source)
+    slim["exported_from"] = source
+    return slim
+
+
+def _save(slim: dict, destination: str | Path) -> Path:
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     torch.save(slim, destination)
     return destination
+
+
+def export(source: str | Path, destination: str | Path) -> Path:
+    return _save(_slim(torch.load(source, map_location="cpu", weights_only=False), str(source)), destination)
 
 
 def average(run: str | Path, first: int, last: int, destination: str | Path) -> Path:
@@ -40,16 +47,14 @@ def average(run: str | Path, first: int, last: int, destination: str | Path) -> 
     missing = [str(p) for p in paths if not p.is_file()]
     if missing or first > last:
         raise CheckpointError(f"--average {first} {last}: no such checkpoints {missing or ''}")
-    export(paths[-1], destination)
-    slim = torch.load(destination, map_location="cpu", weights_only=False)
-    states = [torch.load(p, map_location="cpu", weights_only=False)["state_dict"] for p in paths]
+    checkpoints = [torch.load(p, map_location="cpu", weights_only=False) for p in paths]
+    slim = _slim(checkpoints[-1], f"mean of {paths[0]} .. {paths[-1].name}")
     slim["state_dict"] = {
-        k: torch.stack([s[k].double() for s in states]).mean(0).to(v.dtype) if v.is_floating_point() else v
+        k: torch.stack([c["state_dict"][k].double() for c in checkpoints]).mean(0).to(v.dtype)
+        if v.is_floating_point() else v
         for k, v in slim["state_dict"].items()
-    }
-    slim["exported_from"] = f"mean of {paths[0]} .. {paths[-1].name}"
-    torch.save(slim, destination)
-    return Path(destination)
+    }  # fmt: skip
+    return _save(slim, destination)
 
 
 def validations(run: str | Path) -> list[tuple[Path, float]]:
