@@ -283,27 +283,33 @@ def test_stop_rules_script_scores_the_run_as_eval_does(corpus_root, tmp_path):
 
 
 def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, monkeypatch):
-    """A run resumed once has two CSV versions; the curves read both and place validations at their frames."""
+    """A run resumed in its folder and then into a new folder: the curves read all CSV versions in order (folders
+    joined by colons), the steps logged again after a resume replacing the interrupted ones, and place
+    validations at their frames, the training error beside them."""
     plot = _script("plot_curves")
-    run = tmp_path / "run"
-    header = "epoch,step,train/entropy,train/frames,val/horizon_rate,val/mean_error\n"
-    for version, rows in enumerate(
-        [
-            ["0,10,1.5,100.0,,", "0,20,1.4,200.0,,", "0,20,,,1.0,5.5"],
-            ["1,30,1.2,300.0,,", "1,40,1.1,400.0,,", "1,40,,,0.9,4.5"],
-        ]
-    ):
-        folder = run / "csv" / f"version_{version}"
+    run, resumed = tmp_path / "run", tmp_path / "resumed"
+    header = "epoch,step,train/entropy,train/frames,train/rollout_error,val/horizon_rate,val/mean_error\n"
+    for folder, rows in [
+        (run / "csv" / "version_0", ["0,10,1.5,100.0,6.0,,", "0,20,1.4,200.0,5.0,,", "0,20,,,,1.0,5.5"]),
+        (run / "csv" / "version_1", ["1,30,1.2,300.0,4.0,,", "1,40,1.1,400.0,3.0,,", "1,40,,,,0.9,4.5"]),
+        (
+            run / "csv" / "version_2",
+            ["2,50,1.0,500.0,2.0,,", "2,60,0.9,600.0,9.0,,"],
+        ),  # interrupted: resumed at 50
+        (resumed / "csv" / "version_0", ["2,50,1.0,500.0,2.0,,", "2,60,0.9,600.0,1.0,,", "2,60,,,,0.5,3.5"]),
+    ]:
         folder.mkdir(parents=True)
         (folder / "metrics.csv").write_text(header + "\n".join(rows) + "\n")
-    from blocks.curves import frames_at, read_run
+    from blocks.curves import frames_at, read_run, running_mean
 
-    columns = read_run(run)
+    columns = read_run(f"{run}:{resumed}")
     validated = np.flatnonzero(~np.isnan(columns["val/mean_error"]))
-    assert columns["val/mean_error"][validated].tolist() == [5.5, 4.5]
-    assert frames_at(columns, validated).tolist() == [200.0, 400.0]
+    assert columns["val/mean_error"][validated].tolist() == [5.5, 4.5, 3.5]
+    assert frames_at(columns, validated).tolist() == [200.0, 400.0, 600.0]
+    rows, values = running_mean(columns, "train/rollout_error", 2)
+    assert values.tolist() == [5.5, 4.5, 3.5, 2.5, 1.5] and frames_at(columns, rows).tolist()[-1] == 600.0
     out = tmp_path / "curves.png"
-    monkeypatch.setattr(sys, "argv", ["plot_curves.py", str(run), "--out", str(out)])
+    monkeypatch.setattr(sys, "argv", ["plot_curves.py", f"{run}:{resumed}", str(run), "--out", str(out)])
     plot.main()
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

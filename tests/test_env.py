@@ -92,6 +92,8 @@ def test_finished_boards_ignore_actions_and_report_results(two_block_task):
     assert first.steps == 1 and first.error == pytest.approx(0.5 / 0.1524) and not first.reached_goal
     assert second.steps == 6 and second.error == pytest.approx(0.0, abs=1e-9) and second.reached_goal
     assert second.min_distance == pytest.approx(0.0, abs=1e-9) and not second.hit_horizon
+    # The block the goal moves: never touched by the board that stopped, moved first by the demonstration.
+    assert not first.right_block and second.right_block
 
 
 def test_step_before_reset_raises():
@@ -108,6 +110,7 @@ def test_failed_moves_are_counted_in_the_results(two_block_task):
     assert failed[0] is False and failed[-1] is True and failed == sorted(failed)
     (result,) = env.results()
     assert result.failed_moves == sum(failed) and result.steps == 11
+    assert not result.right_block  # block 1 moved, the goal moves block 0
     assert summarize([result])["failed_move_rate"] == pytest.approx(sum(failed) / 11)
 
 

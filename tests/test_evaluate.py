@@ -64,7 +64,7 @@ def test_eval_command_prints_and_writes_json(corpus_root, tmp_path):
     )  # fmt: skip
     record = json.loads(out.stdout.strip().splitlines()[-1])
     keys = {"split", "agent", "n", "mean_error", "median_error", "mean_min_distance", "median_min_distance",
-            "mean_steps", "horizon_rate", "goal_rate", "failed_move_rate"}  # fmt: skip
+            "mean_steps", "horizon_rate", "goal_rate", "failed_move_rate", "right_block_rate"}  # fmt: skip
     assert set(record) == keys and record["agent"] == "stop" and record["n"] == 1719
     (metrics,) = (tmp_path / "logs").rglob("metrics.json")
     assert json.loads(metrics.read_text()) == record

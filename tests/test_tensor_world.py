@@ -67,8 +67,8 @@ def run_both(tasks, reward, renderer, seed, stop=0.03, steps=None, device="cpu")
         taken += 1
     assert torch_env.all_done == numpy_env.all_done
     for ours, reference in zip(torch_env.results(), numpy_env.results(), strict=True):
-        assert (ours.steps, ours.hit_horizon, ours.failed_moves) == (
-            reference.steps, reference.hit_horizon, reference.failed_moves
+        assert (ours.steps, ours.hit_horizon, ours.failed_moves, ours.right_block) == (
+            reference.steps, reference.hit_horizon, reference.failed_moves, reference.right_block
         )  # fmt: skip
         assert ours.error == pytest.approx(reference.error, abs=1e-9)
         assert ours.min_distance == pytest.approx(reference.min_distance, abs=1e-9)

@@ -1,5 +1,9 @@
 """Learning curves of training runs from their CSV logs: tuning error, horizon rate and entropy against frames.
 
+The error panel also draws, dashed, the final error of the episodes the learner rolled out on training
+instructions (``train/rollout_error``, on-policy learners): the gap between the two lines is what the network
+fails to carry to held-out instructions (the tuning line is greedy, the training line samples).
+
 A run folder's ``csv/version_*/metrics.csv`` (a resumed run writes one version per session). Read by
 ``scripts/plot_curves.py`` and the sweep summaries (``blocks.learn.sweep``).
 """
@@ -7,6 +11,7 @@ A run folder's ``csv/version_*/metrics.csv`` (a resumed run writes one version p
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import numpy as np
@@ -14,14 +19,27 @@ import numpy as np
 from blocks.errors import UsageError
 
 
-def read_run(run: Path) -> dict[str, np.ndarray]:
-    """Columns of a run's CSV logs (all versions, in order) as float arrays, NaN where a row has no value."""
+def run_folders(run: Path | str) -> list[Path]:
+    """A run's folders: one, or several joined by ``:`` as in PATH (a run resumed into new folders, in order)."""
+    if Path(run).is_dir():
+        return [Path(run)]
+    return [Path(part) for part in str(run).split(os.pathsep) if part]
+
+
+def read_run(run: Path | str) -> dict[str, np.ndarray]:
+    """Columns of a run's CSV logs (all versions of all its folders, in order; rows a resumed segment logged
+    again replace the earlier ones) as float arrays, NaN where a row has no value."""
     rows: list[dict[str, str]] = []
-    for path in sorted(
-        (run / "csv").glob("version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[1])
-    ):
-        with open(path, newline="") as handle:
-            rows.extend(csv.DictReader(handle))
+    for folder in run_folders(run):
+        for path in sorted(
+            (folder / "csv").glob("version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[1])
+        ):
+            with open(path, newline="") as handle:
+                segment = list(csv.DictReader(handle))
+            if segment:  # a resumed segment redoes the steps logged after the checkpoint it resumed from
+                first = float(segment[0]["step"])
+                rows = [row for row in rows if float(row["step"]) < first]
+            rows.extend(segment)
     if not rows:
         raise UsageError(f"{run}: no csv/version_*/metrics.csv (was the run logged with logger=csv?)")
     keys = sorted({k for row in rows for k in row})
@@ -37,14 +55,24 @@ def frames_at(columns: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
     return np.interp(step[rows], step[known], columns["train/frames"][known])
 
 
-def plot_runs(runs: list[Path], labels: list[str] | None, out: Path, title: str | None = None) -> Path:
+def running_mean(columns: dict[str, np.ndarray], key: str, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows where ``key`` was logged and its running mean over ``window`` of them (fewer: as logged)."""
+    rows = np.flatnonzero(~np.isnan(columns[key]))
+    values = columns[key][rows]
+    if window > 1 and len(values) > window:
+        values = np.convolve(values, np.ones(window) / window, mode="valid")
+        rows = rows[window - 1 :]
+    return rows, values
+
+
+def plot_runs(runs: list[Path | str], labels: list[str] | None, out: Path, title: str | None = None) -> Path:
     """One figure, a panel per curve (tuning error, horizon rate, entropy), a line per run; written to ``out``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = labels or [run.name for run in runs]
+    labels = labels or [run_folders(run)[0].name for run in runs]
     panels = [("val/mean_error", "tuning mean error (block lengths)"), ("val/horizon_rate", "tuning horizon rate"),
               ("train/entropy", "policy entropy (nats)")]  # fmt: skip
     figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6))
@@ -53,19 +81,20 @@ def plot_runs(runs: list[Path], labels: list[str] | None, out: Path, title: str 
         for axis, (key, heading) in zip(axes, panels, strict=True):
             if key not in columns:
                 continue
-            rows = np.flatnonzero(~np.isnan(columns[key]))
-            values = columns[key][rows]
-            if key == "train/entropy" and len(values) > 20:  # noisy per update: a running mean
-                values = np.convolve(values, np.ones(20) / 20, mode="valid")
-                rows = rows[19:]
-            axis.plot(frames_at(columns, rows) / 1e6, values, marker="o" if key.startswith("val") else None,
-                      markersize=3, label=label)  # fmt: skip
+            rows, values = running_mean(columns, key, 20 if key == "train/entropy" else 1)  # noisy per update
+            (line,) = axis.plot(frames_at(columns, rows) / 1e6, values, marker="o" if key.startswith("val") else None,
+                                markersize=3, label=label)  # fmt: skip
+            if key == "val/mean_error" and "train/rollout_error" in columns:
+                rows, values = running_mean(columns, "train/rollout_error", 200)
+                axis.plot(frames_at(columns, rows) / 1e6, values, linestyle="--", color=line.get_color(),
+                          linewidth=1, label=f"{label} (training instructions, sampled)")  # fmt: skip
             axis.set_title(heading)
             if key == "val/horizon_rate":
                 axis.set_ylim(-0.05, 1.05)
             axis.set_xlabel("frames trained on (millions)")
             axis.grid(alpha=0.3)
-    figure.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(labels), fontsize=9)
+    handles, names = axes[0].get_legend_handles_labels()
+    figure.legend(handles, names, loc="lower center", ncol=min(len(names), 4) or 1, fontsize=9)
     if title:
         figure.suptitle(title)
     figure.tight_layout(rect=(0, 0.08, 1, 1))

@@ -50,6 +50,7 @@ class PolicyLearner(pl.LightningModule):
         self.val_min_distances = CatMetric()
         self.val_steps = CatMetric()
         self.val_horizon = CatMetric()
+        self.val_right_block = CatMetric()
         self.val_goal_agent_errors = CatMetric()  # with a goal head: the errors of GoalSeekingAgent, too
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -93,6 +94,7 @@ class PolicyLearner(pl.LightningModule):
         self.val_min_distances.update(as_tensor("min_distance"))
         self.val_steps.update(as_tensor("steps"))
         self.val_horizon.update(as_tensor("hit_horizon"))
+        self.val_right_block.update(as_tensor("right_block"))
         if self.policy.has_goal_head:
             results = play(self.goal_agent())
             self.val_goal_agent_errors.update(as_tensor("error"))
@@ -105,6 +107,7 @@ class PolicyLearner(pl.LightningModule):
             "val/mean_min_distance": self.val_min_distances.compute().mean(),
             "val/mean_steps": self.val_steps.compute().mean(),
             "val/horizon_rate": self.val_horizon.compute().mean(),
+            "val/right_block_rate": self.val_right_block.compute().mean(),
         }
         if self.policy.has_goal_head:
             goal_errors = self.val_goal_agent_errors.compute()
@@ -114,5 +117,6 @@ class PolicyLearner(pl.LightningModule):
         # The metrics already gathered every rank's episodes: the all-reduce below averages equal values.
         self.log_dict(figures, prog_bar=False, sync_dist=True)
         self.log("val_error", figures["val/mean_error"], prog_bar=True, logger=False, sync_dist=True)
-        for metric in (self.val_errors, self.val_min_distances, self.val_steps, self.val_horizon):
+        for metric in (self.val_errors, self.val_min_distances, self.val_steps, self.val_horizon,
+                       self.val_right_block):  # fmt: skip
             metric.reset()

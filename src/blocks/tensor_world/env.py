@@ -138,6 +138,8 @@ class TensorBlocksEnv:
         self.done = torch.zeros(n, dtype=torch.bool, device=self.device)
         self.stopped = self.done.clone()
         self.previous_action = torch.full((n,), -1, dtype=torch.long, device=self.device)
+        self.named_block = self._tensor(start.named_block)
+        self.first_block = torch.full((n,), -1, dtype=torch.long, device=self.device)
         self._memory = torch.full((n,), self.reward_config.initial_trajectory_potential, device=self.device,
                                   dtype=torch.float64)  # fmt: skip
         if self.reward_config.f2:
@@ -188,6 +190,9 @@ class TensorBlocksEnv:
         self.moves += moved
         self.failed_moves += active & failed
         self.previous_action = torch.where(active, actions, self.previous_action)
+        first = moved & (self.first_block < 0)
+        self.first_block = torch.where(first, torch.div(acted, NUM_DIRECTIONS, rounding_mode="floor"),
+                                       self.first_block)  # fmt: skip
         terminated = active & is_stop
         truncated = moved & (self.moves >= self.horizon)
         self.stopped |= terminated
@@ -208,9 +213,16 @@ class TensorBlocksEnv:
         error, min_error = self.error.tolist(), self.min_error.tolist()
         steps, failed = self.steps.tolist(), self.failed_moves.tolist()
         done, stopped = self.done.tolist(), self.stopped.tolist()
+        right = (self.first_block == self.named_block).tolist()
         return [
             EpisodeResult(
-                error[i], min_error[i], steps[i], done[i] and not stopped[i], error[i] < 1.0, failed[i]
+                error[i],
+                min_error[i],
+                steps[i],
+                done[i] and not stopped[i],
+                error[i] < 1.0,
+                failed[i],
+                right[i],
             )
             for i in range(self.num_envs)
         ]

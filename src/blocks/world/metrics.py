@@ -29,6 +29,7 @@ class EpisodeResult:
     hit_horizon: bool
     reached_goal: bool  # final D < L (the relaxed goal test)
     failed_moves: int = 0  # moves blocked by another block or the board's edge: a stuck agent repeats them
+    right_block: bool = False  # the first block it moved is the one the goal moves (False if it moved none)
 
 
 def summarize(results: list[EpisodeResult]) -> dict[str, float | int]:
@@ -46,4 +47,5 @@ def summarize(results: list[EpisodeResult]) -> dict[str, float | int]:
         "horizon_rate": float(columns["hit_horizon"].mean()),
         "goal_rate": float(columns["reached_goal"].mean()),
         "failed_move_rate": float(columns["failed_moves"].sum() / max(columns["steps"].sum(), 1.0)),
+        "right_block_rate": float(columns["right_block"].mean()),
     }

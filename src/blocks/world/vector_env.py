@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from blocks.world.geometry import HORIZON, STOP, validate_actions
+from blocks.world.geometry import HORIZON, NUM_DIRECTIONS, STOP, validate_actions
 from blocks.world.metrics import EpisodeResult, distance_error
-from blocks.world.planner import Demonstration, demonstration
+from blocks.world.planner import Demonstration, demonstration, moved_block
 from blocks.world.rewards import RewardConfig, step_rewards, trajectory_potential
 from blocks.world.task import Task
 from blocks.world.transitions import apply_actions, pad_boards
@@ -55,6 +55,9 @@ class VectorBlocksEnv:
         self.error = distance_error(self.positions, self.goals, self.present)
         self.min_error = self.error.copy()
         self.previous_action = np.full(n, -1, np.int64)  # -1: NONE, no action yet
+        # The block the goal moves (the corpus moves one per task) and the first block the agent moved (-1: none).
+        self.named_block = np.array([moved_block(t) for t in self.tasks])
+        self.first_block = np.full(n, -1, np.int64)
         self._trajectory_potential = np.full(n, self.reward_config.initial_trajectory_potential)
         if self.reward_config.f2:
             self._load_demonstrations()
@@ -122,6 +125,8 @@ class VectorBlocksEnv:
         self.moves += active & ~is_stop
         self.failed_moves += active & failed
         self.previous_action = np.where(active, actions, self.previous_action)
+        first = active & ~is_stop & (self.first_block < 0)
+        self.first_block[first] = acted[first] // NUM_DIRECTIONS
         terminated = active & is_stop
         truncated = active & ~is_stop & (self.moves >= self.horizon)
         self.stopped |= terminated
@@ -154,6 +159,7 @@ class VectorBlocksEnv:
                 hit_horizon=bool(self.done[i] and not self.stopped[i]),
                 reached_goal=bool(self.error[i] < 1.0),  # D < L
                 failed_moves=int(self.failed_moves[i]),
+                right_block=bool(self.first_block[i] == self.named_block[i]),
             )
             for i in range(self.num_envs)
         ]
