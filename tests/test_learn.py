@@ -119,13 +119,21 @@ def test_returns_to_go_sum_rewards_to_the_end():
     assert rollout.returns_to_go().tolist() == [[9.0, 6.0], [8.0, 4.0], [5.0, 0.0]]
 
 
-def test_gathered_stacks_equal_the_history_the_policy_saw():
-    frames = torch.randint(0, 256, (7, 2, 3, 6, 6), dtype=torch.uint8)
-    history = FrameHistory(2, 5, (3, 6, 6))
+@pytest.mark.parametrize("side", [6, 5])  # pictures of whole 4-byte words, and not
+def test_gathered_stacks_equal_the_history_the_policy_saw(side):
+    frames = torch.randint(0, 256, (7, 2, 3, side, side), dtype=torch.uint8)
+    history = FrameHistory(2, 5, (3, side, side))
+    seen = []
     for t in range(7):
         history.push(frames[t].numpy())
         stacks = gather_stacks(frames, torch.tensor([t, t]), torch.tensor([0, 1]))
         assert np.array_equal(stacks.numpy(), history.stack())
+        seen.append(history.stack().copy())
+    # Any (step, board) pairs in one call, in any order: each its own history, black before its first picture.
+    steps, boards = torch.tensor([6, 0, 3, 1, 0]), torch.tensor([1, 0, 0, 1, 1])
+    stacks = gather_stacks(frames, steps, boards)
+    for row, (t, b) in enumerate(zip(steps.tolist(), boards.tolist(), strict=True)):
+        assert np.array_equal(stacks[row].numpy(), seen[t][b])
 
 
 def test_collect_rollout_records_what_happened(renderer, two_block_task):
@@ -163,6 +171,7 @@ def test_stream_state_resumes_where_it_stopped(corpus_root):
         dm = RolloutDataModule(
             root=str(corpus_root), batch_size=2, episodes_per_update=2, max_train_examples=6, seed=0
         )
+        torch.manual_seed(0)  # the same policy each time: a resumed stream must replay the same rollouts
         dm.attach_policy(PolicyNetwork(len(dm.vocabulary)))
         return dm
 

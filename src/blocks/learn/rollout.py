@@ -90,12 +90,22 @@ def split_update(rollout: Rollout, boards: slice, chunks: int) -> list[RolloutCh
 def gather_stacks(
     frames: torch.Tensor, steps: torch.Tensor, boards: torch.Tensor, history: int = 5
 ) -> torch.Tensor:
-    """The ``history``-frame stacks ``(N, 3 * history, H, W)`` at (step, board) pairs, zeros before the start."""
+    """The ``history``-frame stacks ``(N, 3 * history, H, W)`` at (step, board) pairs, zeros before the start.
+
+    Only the N x history pictures are copied (padding the whole rollout with zeros first cost 50 ms per chunk of
+    60 frames on a CPU core, a sixth of a bandit update), and nothing waits on the device.
+    """
     t, b = frames.shape[:2]
-    padded = torch.cat([frames.new_zeros((history - 1, b, *frames.shape[2:])), frames])
-    window = steps[:, None] + torch.arange(history, device=steps.device)  # (N, history) rows of `padded`
-    stacks = padded[window, boards[:, None]]  # (N, history, 3, H, W)
-    return stacks.flatten(1, 2)
+    window = steps[:, None] + torch.arange(1 - history, 1, device=steps.device)  # (N, history), oldest first
+    rows = (window.clamp_min(0) * b + boards[:, None]).flatten()  # rows of the (t * b, picture) view
+    pictures = frames.reshape(t * b, -1)
+    if pictures.dtype == torch.uint8 and pictures.shape[1] % 4 == 0:
+        pictures = pictures.view(
+            torch.int32
+        )  # whole words: index_select copies rows about 5x faster on a CPU
+    stacks = pictures.index_select(0, rows).view(len(steps), history, -1)
+    stacks.masked_fill_((window < 0)[..., None], 0)  # black before the first picture
+    return stacks.view(frames.dtype).view(len(steps), history * frames.shape[2], *frames.shape[3:])
 
 
 @torch.no_grad()
