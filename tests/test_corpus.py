@@ -79,5 +79,6 @@ def test_real_corpus_split_counts(corpus_root):
     assert len({(x.episode, x.start_frame) for x in counts["dev"]}) == 191
     fit = load_split("train", corpus_root, exclude_tune=True)
     assert len(fit) == 11196 and not {x.uid for x in fit} & {x.uid for x in counts["tune"]}
+    assert [x.uid for x in load_split("fit", corpus_root)] == [x.uid for x in fit]  # the split eval.py names
     vocab = Vocabulary.build(x.tokens for x in fit)
     assert 900 < len(vocab) < 1300

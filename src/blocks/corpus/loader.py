@@ -18,7 +18,7 @@ from blocks.corpus.download import SPLIT_FILES, CorpusError, ensure_file
 from blocks.corpus.text import tokenize
 from blocks.world.task import Task
 
-SPLITS = ("train", "tune", "dev", "test")
+SPLITS = ("train", "fit", "tune", "dev", "test")
 TUNE_EPISODES_PER_DECORATION = 2
 
 
@@ -115,21 +115,20 @@ def _tune_episodes(episodes: list[list[Example]]) -> set[int]:
 def load_split(
     split: str, root: Path | str | None = None, exclude_tune: bool = False, verify: bool = True
 ) -> list[Example]:
-    """Examples of ``split``: train (11,871), tune (675, part of train), dev (1,719) or test (3,177).
-
-    ``exclude_tune=True`` with ``train`` gives the 11,196 examples the learners fit on.
+    """Examples of ``split``: train (11,871), fit (the 11,196 of train the learners fit on), tune (the other 675),
+    dev (1,719) or test (3,177). ``exclude_tune=True`` with ``train`` is ``fit``.
     """
     if split not in SPLITS:
         raise CorpusError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
     from blocks.corpus.download import default_data_root
 
     root = str(Path(root).expanduser() if root is not None else default_data_root())
-    file_name = SPLIT_FILES["train" if split == "tune" else split]
+    file_name = SPLIT_FILES["train" if split in ("fit", "tune") else split]
     episodes = _episodes(root, file_name, verify)
-    if split in ("train", "tune"):
+    if split in ("train", "fit", "tune"):
         tune = _tune_episodes(episodes)
         if split == "tune":
             return [x for e in sorted(tune) for x in episodes[e]]
-        if exclude_tune:
+        if exclude_tune or split == "fit":
             return [x for e, xs in enumerate(episodes) if e not in tune for x in xs]
     return [x for xs in episodes for x in xs]
