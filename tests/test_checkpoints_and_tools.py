@@ -294,9 +294,12 @@ def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, mon
         (run / "csv" / "version_1", ["1,30,1.2,300.0,4.0,,", "1,40,1.1,400.0,3.0,,", "1,40,,,,0.9,4.5"]),
         (
             run / "csv" / "version_2",
-            ["2,50,1.0,500.0,2.0,,", "2,60,0.9,600.0,9.0,,"],
-        ),  # interrupted: resumed at 50
-        (resumed / "csv" / "version_0", ["2,50,1.0,500.0,2.0,,", "2,60,0.9,600.0,1.0,,", "2,60,,,,0.5,3.5"]),
+            ["2,55,1.0,550.0,9.0,,", "2,60,0.9,600.0,9.0,,"],
+        ),  # interrupted: resumed from its checkpoint at step 40, whose validation stays
+        (
+            resumed / "csv" / "version_0",
+            ["1,40,,,,,", "2,50,1.0,500.0,2.0,,", "2,60,0.9,600.0,1.0,,", "2,60,,,,0.5,3.5"],
+        ),
     ]:
         folder.mkdir(parents=True)
         (folder / "metrics.csv").write_text(header + "\n".join(rows) + "\n")

@@ -38,7 +38,7 @@ def read_run(run: Path | str) -> dict[str, np.ndarray]:
                 segment = list(csv.DictReader(handle))
             if segment:  # a resumed segment redoes the steps logged after the checkpoint it resumed from
                 first = float(segment[0]["step"])
-                rows = [row for row in rows if float(row["step"]) < first]
+                rows = [row for row in rows if float(row["step"]) <= first]
             rows.extend(segment)
     if not rows:
         raise UsageError(f"{run}: no csv/version_*/metrics.csv (was the run logged with logger=csv?)")
