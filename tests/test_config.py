@@ -153,3 +153,15 @@ def test_ckpt_path_last_resumes_this_run_folder_only_when_it_has_a_checkpoint(tm
     assert supervised_start(composed("model=bandit", "data.demonstration_fraction=0"), []) is None
     with pytest.raises(CheckpointError, match="pretrain.checkpoint"):
         check_config(composed("model=bandit", "pretrain.checkpoint=missing.ckpt"))
+
+
+def test_the_no_prev_action_ablation_trains_its_own_supervised_start(tmp_path, monkeypatch):
+    """The sweep's shared start reads the previous action; the run without it cannot load it and trains its own."""
+    import blocks.learn.train as train_module
+
+    shared = tmp_path / "shared.ckpt"
+    shared.write_bytes(b"")
+    monkeypatch.setattr(train_module, "pretrain_supervised", lambda cfg, vocabulary: "its own start")
+    for ablation, start in [("none", str(shared)), ("no_prev_action", "its own start")]:
+        cfg = composed("experiment=ablations", f"ablation={ablation}", f"pretrain.checkpoint={shared}")
+        assert train_module.supervised_start(cfg, ["<pad>", "<unk>"]) == start

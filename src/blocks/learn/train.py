@@ -147,11 +147,13 @@ def resume_path(cfg: DictConfig) -> str | None:
 
 
 def supervised_start(cfg: DictConfig, vocabulary: list[str]) -> str | None:
-    """Where a rollout learner starts: ``pretrain.checkpoint`` (one start shared by a sweep's runs), else
-    ``pretrain.epochs`` of SUPERVISED trained here; None without epochs or demonstrations (the paper's 0 %)."""
+    """Where a rollout learner starts: ``pretrain.checkpoint`` (one start shared by a sweep's runs, unless
+    ``pretrain.shared=false``: a run whose network differs from it), else ``pretrain.epochs`` of SUPERVISED trained
+    here; None without epochs or demonstrations (the paper's 0 %)."""
     if cfg.pretrain.epochs <= 0 or cfg.data.get("demonstration_fraction", 1.0) == 0:
         return None
-    return cfg.pretrain.get("checkpoint") or pretrain_supervised(cfg, vocabulary)
+    shared = cfg.pretrain.get("checkpoint") if cfg.pretrain.get("shared", True) else None
+    return shared or pretrain_supervised(cfg, vocabulary)
 
 
 def train(cfg: DictConfig) -> dict[str, float]:
