@@ -100,9 +100,8 @@ def gather_stacks(
     rows = (window.clamp_min(0) * b + boards[:, None]).flatten()  # rows of the (t * b, picture) view
     pictures = frames.reshape(t * b, -1)
     if pictures.dtype == torch.uint8 and pictures.shape[1] % 4 == 0:
-        pictures = pictures.view(
-            torch.int32
-        )  # whole words: index_select copies rows about 5x faster on a CPU
+        # Whole words: index_select copies rows about 5x faster on a CPU than byte by byte.
+        pictures = pictures.view(torch.int32)
     stacks = pictures.index_select(0, rows).view(len(steps), history, -1)
     stacks.masked_fill_((window < 0)[..., None], 0)  # black before the first picture
     return stacks.view(frames.dtype).view(len(steps), history * frames.shape[2], *frames.shape[3:])

@@ -143,7 +143,6 @@ class TensorBlocksEnv:
         self._memory = torch.full((n,), self.reward_config.initial_trajectory_potential, device=self.device,
                                   dtype=torch.float64)  # fmt: skip
         if self.reward_config.f2:
-            self.gold_block = self._tensor(start.gold_block)
             self.demo_points, self.demo_actions = (
                 self._tensor(start.demo_points),
                 self._tensor(start.demo_actions),
@@ -174,7 +173,7 @@ class TensorBlocksEnv:
         phi2 = None
         if self.reward_config.f2:
             rows = torch.arange(self.num_envs, device=self.device)
-            gold = self.positions[rows, self.gold_block]
+            gold = self.positions[rows, self.named_block]
             phi2 = trajectory_potential(gold, acted, self.demo_points, self.demo_actions,
                                         self.reward_config.trajectory_penalty)  # fmt: skip
         reward, memory = step_rewards(

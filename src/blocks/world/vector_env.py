@@ -55,7 +55,8 @@ class VectorBlocksEnv:
         self.error = distance_error(self.positions, self.goals, self.present)
         self.min_error = self.error.copy()
         self.previous_action = np.full(n, -1, np.int64)  # -1: NONE, no action yet
-        # The block the goal moves (the corpus moves one per task) and the first block the agent moved (-1: none).
+        # The block the goal moves (the corpus moves one per task; F2 follows it) and the first block the agent
+        # moved (-1: none).
         self.named_block = np.array([moved_block(t) for t in self.tasks])
         self.first_block = np.full(n, -1, np.int64)
         self._trajectory_potential = np.full(n, self.reward_config.initial_trajectory_potential)
@@ -71,7 +72,6 @@ class VectorBlocksEnv:
         paper's Figure 4) never matches one, so its F2 term stays 0."""
         demos = [self.demonstrations(t) for t in self.tasks]
         width = max((len(d.points) for d in demos if d is not None), default=1)
-        self.gold_block = np.array([0 if d is None else d.block for d in demos])
         self.demo_points = np.full((self.num_envs, width, 2), np.nan)
         self.demo_actions = np.full((self.num_envs, width), -1, np.int64)
         for i, d in enumerate(demos):
@@ -107,7 +107,7 @@ class VectorBlocksEnv:
         phi2 = None
         if self.reward_config.f2:
             rows = np.arange(self.num_envs)
-            gold = self.positions[rows, self.gold_block]
+            gold = self.positions[rows, self.named_block]  # the demonstrations move this block too
             phi2 = trajectory_potential(
                 gold, acted, self.demo_points, self.demo_actions, self.reward_config.trajectory_penalty
             )
