@@ -3,7 +3,8 @@
 #   1. the torch world against the numpy reference on the GPU (tests/test_tensor_world.py runs cuda cases too);
 #   2. the world alone (python -m blocks.bench env): transitions and pictures per second on the GPU;
 #   3. the bandit's training frames/s (python -m blocks.bench train): numpy rollouts at batch 32 (today's path),
-#      then torch rollouts at growing batches, 16 episodes per update in one backward pass, and the peak GPU memory.
+#      then torch rollouts at growing batches, 16 episodes per update in one backward pass, and the peak GPU memory;
+#   4. SPO (model=spo) with torch rollouts of 256 examples a batch (--spo; the bandit figure at that batch too).
 # Usage: BLOCKS_DATA=/path/to/corpus bash scripts/gpu_bench.sh [OUTPUT_DIR]
 set -uo pipefail
 out=${1:-logs/gpu_bench}
@@ -20,3 +21,6 @@ for batch in ${BATCHES:-128 512 1024}; do
         --batch "$batch" --episodes-per-update 16 --chunks-per-update 1 2>&1 | grep -v Warn > "$out/train_torch_$batch.txt"
     tail -1 "$out/train_torch_$batch.txt"
 done
+"$python" -m blocks.bench train --skip-supervised --spo --seconds "$seconds" --accelerator gpu --simulator torch \
+    --batch 256 --episodes-per-update 16 --chunks-per-update 1 2>&1 | grep -v Warn > "$out/train_spo_256.txt"
+tail -1 "$out/train_spo_256.txt"

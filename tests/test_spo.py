@@ -85,14 +85,16 @@ def test_the_schedule_imitates_after_an_episode_worse_than_the_running_mean(
     rollout_errors: list[float] = []
     original_ppo, original_imitation = learner.ppo_update, learner.imitation_step
 
-    def ppo(rollout, gold_block):
+    def ppo(rollout, gold_block, share):
+        assert rollout.num_boards == 1 and share == 1.0
         events.append("rollout")
         rollout_errors.append(float(rollout.final_error[0]))
-        original_ppo(rollout, gold_block)
+        original_ppo(rollout, gold_block, share)
 
-    def imitation(batch):
+    def imitation(batch, share):
+        assert set(batch["tokens"].tolist()[0]) != {0}
         events.append("imitation")
-        original_imitation(batch)
+        original_imitation(batch, share)
 
     monkeypatch.setattr(learner, "ppo_update", ppo)
     monkeypatch.setattr(learner, "imitation_step", imitation)
@@ -122,23 +124,130 @@ def test_the_schedule_and_the_sampling_resume_exactly():
     learner = SPOLearner(["<pad>", "<unk>", "a"], SPO)
     learner.generator.manual_seed(5)
     learner.recent.extend([3.0, 5.0])
-    learner.imitate_next = True
+    learner.imitations_due = 2
     saved: dict = {}
     learner.on_save_checkpoint(saved)
     expected = torch.rand(3, generator=learner.generator)
     resumed = SPOLearner(["<pad>", "<unk>", "a"], SPO)
     resumed.on_load_checkpoint(saved)
-    assert list(resumed.recent) == [3.0, 5.0] and resumed.imitate_next and resumed.generator_seeded
+    assert list(resumed.recent) == [3.0, 5.0] and resumed.imitations_due == 2 and resumed.generator_seeded
     assert torch.equal(torch.rand(3, generator=resumed.generator), expected)
+    # a checkpoint of the one-example version (a flag) resumes with one imitation due
+    saved["spo_schedule"] = {
+        "recent": [1.0],
+        "imitate_next": True,
+        "generator": saved["spo_schedule"]["generator"],
+    }
+    old = SPOLearner(["<pad>", "<unk>", "a"], SPO)
+    old.on_load_checkpoint(saved)
+    assert old.imitations_due == 1
 
 
-def test_the_example_stream_resumes_inside_an_epoch():
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_the_example_stream_resumes_inside_an_epoch(batch_size):
     from blocks.learn.data import ExampleStream
 
-    stream = ExampleStream(10, seed=3)
+    stream = ExampleStream(10, seed=3, batch_size=batch_size)
     first = list(stream)
-    assert sorted(first) == list(range(10))
-    again = ExampleStream(10, seed=3)
-    again.epoch, again.consumed = 0, 4  # as restored from a checkpoint taken after 4 batches of epoch 0
-    assert list(again) == first[4:]
-    assert sorted(list(stream)) == list(range(10)) and stream.epoch == 1
+    assert len(first) == len(stream) == -(-10 // batch_size)
+    assert all(len(b) == batch_size for b in first)  # the last batch wraps around: equal batches
+    flat = [i for b in first for i in b]
+    assert sorted(set(flat)) == list(range(10)) and len(flat) == len(first) * batch_size
+    again = ExampleStream(10, seed=3, batch_size=batch_size)
+    again.epoch, again.consumed = 0, 2  # as restored from a checkpoint taken after 2 batches of epoch 0
+    assert list(again) == first[2:]
+    second = list(stream)
+    assert stream.epoch == 1 and second != first and sorted({i for b in second for i in b}) == list(range(10))
+
+
+def _spo_fit(learner, data, **trainer):
+    trainer = pl.Trainer(max_epochs=1, limit_val_batches=0, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, **trainer)  # fmt: skip
+    trainer.fit(learner, data)
+    return trainer
+
+
+def test_a_batch_follows_the_same_schedule_episode_by_episode(corpus_root, monkeypatch):
+    """With 4 examples a batch, each episode worse than the running mean sends one example of the next batch to
+    imitation (cloned together in one step), the others are rolled out together and share the PPO passes."""
+    data = EpisodeDataModule(
+        root=str(corpus_root), max_train_examples=24, max_val_examples=4, seed=0, batch_size=4
+    )
+    learner = SPOLearner(data.vocabulary.to_list(), SPO, schedule_window=100, ppo_epochs=2)
+    batches: list[dict[str, list]] = []  # per training step: imitated example counts, rolled-out errors
+    original_step, original_ppo, original_batch = (
+        learner.training_step,
+        learner.ppo_update,
+        data.demonstration_batch,
+    )
+
+    def training_step(indices, batch_idx):
+        assert len(indices) == 4
+        batches.append({"imitation": [], "rollout": []})
+        return original_step(indices, batch_idx)
+
+    def ppo(rollout, gold_block, share):
+        assert gold_block.shape == (rollout.num_boards,)
+        batches[-1]["rollout"].extend(rollout.final_error.tolist())
+        original_ppo(rollout, gold_block, share)
+
+    def demonstration_batch(indices):
+        batches[-1]["imitation"].append(len(indices))
+        return original_batch(indices)
+
+    monkeypatch.setattr(learner, "training_step", training_step)
+    monkeypatch.setattr(learner, "ppo_update", ppo)
+    monkeypatch.setattr(data, "demonstration_batch", demonstration_batch)
+    trainer = _spo_fit(learner, data)
+    seen: list[float] = []
+    due, steps = 0, 0
+    for batch in batches:  # replay the rule
+        imitated = min(due, 4)
+        assert (
+            batch["imitation"] == ([imitated] if imitated else []) and len(batch["rollout"]) == 4 - imitated
+        )
+        due -= imitated
+        for error in batch["rollout"]:
+            due += bool(seen) and error > np.mean(seen)
+            seen.append(error)
+        steps += bool(imitated) + 2 * bool(batch["rollout"])
+    assert len(batches) == 6 and len(seen) < 24  # some examples were imitated
+    assert trainer.global_step == steps
+
+
+def test_an_update_in_chunks_is_the_update_in_one_piece(corpus_root):
+    """Chunks of 7 frames accumulate the same gradients as the whole rollout at once: the same weights after."""
+    data = EpisodeDataModule(
+        root=str(corpus_root), max_train_examples=3, max_val_examples=2, seed=0, batch_size=3
+    )
+    torch.manual_seed(0)
+    learners = [SPOLearner(data.vocabulary.to_list(), SPO, chunk_frames=n, schedule=False) for n in (7, 512)]
+    learners[1].load_state_dict(learners[0].state_dict())
+    tokens, lengths = pad_token_ids(data.train_token_ids[:3])
+    tasks = [e.task for e in data.train_examples[:3]]
+    rollout = collect_rollout(learners[0].policy, data.env("cpu"), tasks, tokens, lengths,
+                              torch.Generator().manual_seed(0))  # fmt: skip
+    assert rollout.num_frames > 7
+    before = learners[0].policy.value_head.weight.detach().clone()
+    for learner in learners:
+        trainer = _spo_fit(learner, data, max_steps=0)  # attaches the optimizer
+        assert trainer.global_step == 0
+        learner.log_dict = lambda *args, **kwargs: None  # outside a training loop
+        learner.ppo_update(rollout, torch.tensor([0, 1, 2]))
+    for a, b in zip(learners[0].parameters(), learners[1].parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert not torch.equal(learners[0].policy.value_head.weight, before)  # the update did move the weights
+
+
+def test_it_rolls_out_in_the_torch_world(corpus_root):
+    """``data.simulator=torch``: the batch is rolled out by the torch world (on the CPU here), resumably seeded."""
+    data = EpisodeDataModule(root=str(corpus_root), max_train_examples=6, max_val_examples=2, seed=0, batch_size=3,
+                             simulator="torch")  # fmt: skip
+    learner = SPOLearner(data.vocabulary.to_list(), SPO, schedule=False, ppo_epochs=1)
+    from blocks.tensor_world import TensorBlocksEnv
+
+    assert isinstance(data.env(torch.device("cpu")), TensorBlocksEnv)
+    trainer = _spo_fit(learner, data)
+    assert trainer.global_step == 2 and learner.frames_seen >= 6
+    with pytest.raises(ConfigError, match="data.simulator"):
+        EpisodeDataModule(root=str(corpus_root), simulator="jax")

@@ -186,6 +186,18 @@ def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
     assert val_errors(sweep / "0") and val_errors(sweep / "1")
 
 
+def test_spo_rolls_out_batches_on_the_device_on_two_processes(corpus_root, tmp_path):
+    """model=spo, 4 examples a batch in the torch world, two ranks: the ranks take the same optimizer steps on
+    summed gradients (the learner checks that their weights agree after each epoch), then the usual final eval."""
+    run = tmp_path / "run"
+    args = ["model=spo", "experiment=smoke", "pretrain.epochs=0", "data.batch_size=4", "data.simulator=torch",
+            "trainer.devices=2", f"hydra.run.dir={run}"]  # fmt: skip
+    out = run_train(args, tmp_path, corpus_root)
+    assert "| spo |" in out.stdout and (run / "final_eval.json").is_file() and len(val_errors(run)) == 2
+    checkpoint = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
+    assert checkpoint["hyper_parameters"]["kind"] == "spo" and checkpoint["frames_seen"] > 0
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -203,6 +215,7 @@ def test_multirun_sweep_with_spawned_ddp(corpus_root, tmp_path):
             ["model=bandit", "ckpt_path=/nonexistent/last.ckpt"],
             "error: ckpt_path=/nonexistent/last.ckpt: no such",
         ),
+        (["model=spo", "pretrain.epochs=2"], "error: model=spo learns from scratch"),
     ],
 )
 def test_a_users_mistake_is_one_line_and_exit_status_2(args, message, corpus_root, tmp_path):

@@ -160,13 +160,15 @@ def bench_train(
     simulator: str = "numpy",
     accelerator: str = "auto",
     chunks_per_update: int | None = None,
+    spo: bool = False,
 ) -> dict[str, float]:
     """Frames per second of whole training steps, through Lightning's Trainer, for both learners.
 
     Supervised: rendering the 5-frame contexts of demonstration pairs, forward, backward, Adam. Bandit: rolling
     out ``batch`` episodes with the sampling policy (rendering, history, batched forward; on the model's device
-    with ``simulator="torch"``), then the update on every frame of the rollout. Uses the real corpus's training
-    examples.
+    with ``simulator="torch"``), then the update on every frame of the rollout. With ``spo``, also SPO
+    (``model=spo``) at ``batch`` examples per batch: rollout, then its 4 PPO passes (frames counted once; the
+    schedule off, so that every example is rolled out). Uses the real corpus's training examples.
     """
     import pytorch_lightning as pl
     import torch
@@ -248,6 +250,26 @@ def bench_train(
     if device.type == "cuda":
         figures["bandit_peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
         print(f"peak GPU memory during the bandit: {figures['bandit_peak_gpu_memory_gib']:.2f} GiB")
+    if spo:
+        from blocks.learn.data import EpisodeDataModule
+        from blocks.learn.spo import SPOLearner
+
+        spo_data = EpisodeDataModule(batch_size=batch, simulator=simulator, seed=0)
+        learner = SPOLearner(spo_data.vocabulary.to_list(), {"architecture": "spo"}, schedule=False)
+        counted = [0]
+
+        def spo_frames(_) -> int:
+            new, counted[0] = learner.frames_seen - counted[0], learner.frames_seen
+            return new
+
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        spo_rate = run(learner, spo_data, spo_frames)
+        print(f"spo: {spo_rate:,.0f} frames/s on {devices[-1]} with the {simulator} simulator ({batch} examples "
+              f"a batch, rollout + 4 PPO passes)")  # fmt: skip
+        figures["spo_frames_per_s"] = spo_rate
+        if device.type == "cuda":
+            figures["spo_peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
     return figures
 
 
@@ -268,6 +290,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument(
         "--accelerator", default="auto", help="train: Lightning's accelerator (cpu, gpu, auto)"
     )
+    parser.add_argument("--spo", action="store_true", help="train: also SPO, --batch examples a batch")
     parser.add_argument("--chunks-per-update", type=int, default=None,
                         help="train: backward passes per update (1: the whole update at once, for GPUs)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -276,7 +299,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         options = {
             "episodes_per_update": args.episodes_per_update, "skip_supervised": args.skip_supervised,
             "batch": args.batch, "simulator": args.simulator, "accelerator": args.accelerator,
-            "chunks_per_update": args.chunks_per_update,
+            "chunks_per_update": args.chunks_per_update, "spo": args.spo,
         }  # fmt: skip
     figures = BENCHMARKS[args.which](seconds=args.seconds, **options)
     print(json.dumps({k: round(v, 2) for k, v in figures.items()}))

@@ -464,60 +464,92 @@ def _identity(batch: RolloutChunk) -> RolloutChunk:
 
 # -- learners that roll out one example at a time (SPO) ------------------------------------------------------------
 class ExampleStream(IterableDataset):
-    """Yields this rank's example indices, one per batch; an epoch visits every example once (see RolloutStream
-    for the sharding and the resumable ``consumed`` count)."""
+    """Yields this rank's example indices, ``batch_size`` per batch (a list); an epoch visits every example once
+    (see RolloutStream for the sharding, the equal batch counts and the resumable ``consumed`` count)."""
 
-    def __init__(self, count: int, seed: int = 0):
+    def __init__(self, count: int, seed: int = 0, batch_size: int = 1):
+        if batch_size < 1:
+            raise ConfigError(f"data.batch_size must be at least 1, got {batch_size}")
         self.count = count
         self.seed = seed
+        self.batch_size = batch_size
         self.epoch = 0
         self.consumed = 0
 
     def __len__(self) -> int:
         _, world = distributed_rank()
-        return math.ceil(self.count / world)
+        return math.ceil(self.count / (world * self.batch_size))
 
     def __iter__(self):
         if self.consumed >= len(self):
             self.epoch += 1
             self.consumed = 0
-        shard = epoch_shard(self.count, len(self), self.seed, self.epoch)
-        for index in shard[self.consumed :]:
+        shard = epoch_shard(self.count, len(self) * self.batch_size, self.seed, self.epoch)
+        for start in range(self.consumed * self.batch_size, len(shard), self.batch_size):
             self.consumed += 1
-            yield int(index)
+            yield [int(i) for i in shard[start : start + self.batch_size]]
 
 
 class EpisodeDataModule(StreamState, BlocksDataModule):
-    """One training example per batch, for a learner that rolls it out itself (its schedule decides, example by
-    example, whether to roll out or to imitate the demonstration); it reads ``env`` and
-    :meth:`demonstration_batch` from here."""
+    """Training examples by index, ``batch_size`` per batch (1: theirs), for a learner that rolls them out itself
+    (its schedule decides, example by example, whether to roll out or to imitate the demonstration); it reads
+    :meth:`env` and :meth:`demonstration_batch` from here. ``simulator=torch`` puts the world on the policy's
+    device (``blocks.tensor_world``), for batches of hundreds of boards on a GPU."""
 
-    def __init__(self, reward: str = "shaped", horizon: int = HORIZON, **kwargs):
+    def __init__(
+        self,
+        reward: str = "shaped",
+        horizon: int = HORIZON,
+        batch_size: int = 1,
+        simulator: str = "numpy",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        if simulator not in SIMULATORS:
+            raise ConfigError(f"data.simulator={simulator!r}: choose one of {', '.join(SIMULATORS)}")
         self.reward = RewardConfig.preset(reward)
         self.horizon = horizon
+        self.batch_size = batch_size
+        self.simulator = simulator
 
     @cached_property
     def stream(self) -> ExampleStream:
-        return ExampleStream(len(self.train_examples), self.seed)
+        return ExampleStream(len(self.train_examples), self.seed, self.batch_size)
 
     @cached_property
-    def env(self) -> VectorBlocksEnv:
+    def numpy_env(self) -> VectorBlocksEnv:
         return VectorBlocksEnv(
             reward=self.reward, horizon=self.horizon, render_frames=self.renderer.render,
             demonstrations=self.demonstrations,
         )  # fmt: skip
 
     @cached_property
+    def _device_envs(self) -> dict[torch.device, TensorBlocksEnv]:
+        return {}
+
+    def env(self, device: torch.device) -> VectorBlocksEnv | TensorBlocksEnv:
+        """The world rollouts run in: numpy on the host, or (``simulator=torch``) torch on ``device``."""
+        if self.simulator == "numpy":
+            return self.numpy_env
+        if device not in self._device_envs:
+            self._device_envs[device] = TensorBlocksEnv(
+                self.reward, self.horizon, TensorRenderer(self.renderer, device), self.demonstrations, device
+            )
+        return self._device_envs[device]
+
+    @cached_property
     def train_token_ids(self) -> list[list[int]]:
         return self.token_ids(self.train_examples)
 
-    def demonstration_batch(self, index: int) -> dict[str, torch.Tensor] | None:
-        """Every step of training example ``index``'s demonstration in its own context (None without one)."""
-        example = self.train_examples[index]
-        if self.demonstrations(example.task) is None:
-            return None
-        steps = DemonstrationSteps([example], [self.train_token_ids[index]], self.renderer, self.frames,
+    def has_demonstration(self, index: int) -> bool:
+        """Whether training example ``index`` has a demonstration (all do, but in Figure 4's runs)."""
+        return self.demonstrations(self.train_examples[index].task) is not None
+
+    def demonstration_batch(self, indices: Sequence[int]) -> dict[str, torch.Tensor]:
+        """Every step of the demonstrations of training examples ``indices`` (each must have one), in their own
+        contexts."""
+        steps = DemonstrationSteps([self.train_examples[i] for i in indices],
+                                   [self.train_token_ids[i] for i in indices], self.renderer, self.frames,
                                    self.demonstrations)  # fmt: skip
         return steps.collate([steps[i] for i in range(len(steps))])
 

@@ -13,6 +13,12 @@ For each training example, in order:
                    + block_loss_weight * NLL(gold block)
         with ``r`` the immediate shaped reward (the value head regresses it: still a contextual bandit).
 
+That is ``data.batch_size=1``, their recipe. With a batch of B examples (for a GPU: hundreds of boards rolled out
+at once, ``data.simulator=torch`` keeping them on the device) the same rule runs batch by batch: every episode
+that ended worse than the running mean sends one example of the next batch to imitation, those are cloned in one
+step, the rest are rolled out together and share the ``ppo_epochs`` passes (each over chunks of at most
+``chunk_frames`` frames whose gradients accumulate), and the window takes their errors in order.
+
 The network is :class:`~blocks.model.spo.SPONetwork` (``network=spo``). Each switch can be turned off to measure
 what it brings: ``schedule``, ``value_baseline``, ``ppo_epochs=1`` (one plain policy-gradient step), and the
 network's ``text_block_head``.
@@ -20,17 +26,21 @@ network's ``text_block_head``.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 
 from blocks.errors import ConfigError
 from blocks.learn.on_policy import RolloutLearner
-from blocks.learn.rollout import Rollout, collect_rollout, gather_stacks
+from blocks.learn.rollout import Rollout, collect_device_rollout, collect_rollout, gather_stacks
 from blocks.model.policy import pad_token_ids
+from blocks.tensor_world import TensorBlocksEnv
 from blocks.world.planner import moved_block
 
 
@@ -44,6 +54,7 @@ def clipped_policy_loss(
 
 class SPOLearner(RolloutLearner):
     kind = "spo"
+    supervised_start = False  # train.py: no SUPERVISED pretraining (the schedule imitates)
 
     def __init__(
         self,
@@ -60,9 +71,12 @@ class SPOLearner(RolloutLearner):
         block_loss_weight: float = 1.0,
         schedule: bool = True,
         schedule_window: int = 100,
+        chunk_frames: int = 512,
     ):
-        if ppo_epochs < 1 or schedule_window < 1:
-            raise ConfigError("model.ppo_epochs and model.schedule_window must be at least 1")
+        if min(ppo_epochs, schedule_window, chunk_frames) < 1:
+            raise ConfigError(
+                "model.ppo_epochs, model.schedule_window and model.chunk_frames must be at least 1"
+            )
         if not 0.0 < clip < 1.0:
             raise ConfigError(f"model.clip must lie in (0, 1), got {clip}")
         if min(entropy_coef, value_loss_weight, block_loss_weight) < 0:
@@ -74,114 +88,195 @@ class SPOLearner(RolloutLearner):
         super().__init__(
             vocabulary, network, lr, 0.0, gradient_clip, init_checkpoint, reset_direction_head=False
         )
-        self.recent: deque[float] = deque(
-            maxlen=schedule_window
-        )  # final errors of the last rolled-out episodes
-        self.imitate_next = False
+        self.recent: deque[float] = deque(maxlen=schedule_window)  # final errors of the last episodes
+        self.imitations_due = 0  # examples the schedule sends to imitation next
         self.generator = torch.Generator()
         self.generator_seeded = False
 
     def on_fit_start(self) -> None:
         datamodule = self.trainer.datamodule
         if not hasattr(datamodule, "demonstration_batch"):
-            raise ConfigError("model=spo rolls out one example at a time: use data=episodes")
+            raise ConfigError("model=spo rolls out the examples it is given itself: use data=episodes")
         if not self.generator_seeded:  # a resumed run restores the generator's state instead
             self.generator.manual_seed(int(datamodule.seed) * 1000 + self.global_rank)
             self.generator_seeded = True
 
-    def training_step(self, index: int, batch_idx: int) -> None:
+    def training_step(self, indices: list[int], batch_idx: int) -> None:
         datamodule = self.trainer.datamodule
-        if self.hparams.schedule and self.imitate_next:
-            self.imitate_next = False
-            demonstration = datamodule.demonstration_batch(int(index))
-            if demonstration is not None:  # without one (Figure 4) the example is rolled out
-                self.imitation_step(demonstration)
-                return
-        example = datamodule.train_examples[int(index)]
-        tokens, lengths = pad_token_ids([datamodule.train_token_ids[int(index)]])
-        rollout = collect_rollout(
-            self.policy, datamodule.env, [example.task], tokens, lengths, self.generator, self.policy.frames
-        )
-        self.ppo_update(rollout, moved_block(example.task))
-        error = float(rollout.final_error[0])
-        if self.recent:
-            self.imitate_next = error > float(np.mean(self.recent))
-        self.recent.append(error)
+        imitate, roll_out = [], []
+        for index in map(int, indices):  # the schedule's imitations due go to the batch's first examples
+            if self.hparams.schedule and self.imitations_due > 0:
+                self.imitations_due -= 1
+                if datamodule.has_demonstration(index):  # without one (Figure 4): rolled out
+                    imitate.append(index)
+                    continue
+            roll_out.append(index)
+        demonstration = datamodule.demonstration_batch(imitate) if imitate else None
+        rollout, gold = None, None
+        if roll_out:
+            examples = [datamodule.train_examples[i] for i in roll_out]
+            tokens, lengths = pad_token_ids([datamodule.train_token_ids[i] for i in roll_out])
+            rollout = self.roll_out(datamodule.env(self.device), [e.task for e in examples], tokens, lengths)
+            gold = torch.tensor([moved_block(e.task) for e in examples])
+        # Under DDP every rank takes the same optimizer steps (one of imitation if any rank imitates, then the PPO
+        # passes if any rank rolled out), each on the mean gradient of all ranks' frames.
+        local = [
+            0 if demonstration is None else len(demonstration["block"]),
+            0 if rollout is None else rollout.num_frames,
+        ]
+        total = self.sum_over_ranks(local)
+        with self.local_gradients():
+            if total[0]:
+                self.imitation_step(demonstration, local[0] / total[0])
+            if total[1]:
+                self.ppo_update(rollout, gold, local[1] / total[1])
+        if rollout is None:
+            return
+        errors = rollout.final_error.tolist()
+        for error in errors:  # in order, as if the episodes had come one after another
+            if self.hparams.schedule and self.recent and error > float(np.mean(self.recent)):
+                self.imitations_due += 1
+            self.recent.append(error)
         self.log_dict(
-            {"train/rollout_error": error, "train/running_error": float(np.mean(self.recent)),
-             "train/reward": rollout.reward[rollout.active].mean(), "train/rollout_steps": float(rollout.active.sum()),
-             "train/frames": float(self.frames_seen)},
-            batch_size=1,
+            {"train/rollout_error": float(np.mean(errors)), "train/running_error": float(np.mean(self.recent)),
+             "train/reward": rollout.reward[rollout.active].mean(),
+             "train/rollout_steps": rollout.active.sum(0).float().mean(), "train/frames": float(self.frames_seen)},
+            batch_size=len(errors),
         )  # fmt: skip
         self.log("error", float(np.mean(self.recent)), prog_bar=True, logger=False, batch_size=1)
 
-    def step_optimizer(self, loss: torch.Tensor) -> None:
+    @staticmethod
+    def world_size() -> int:
+        return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+    def sum_over_ranks(self, counts: list[int]) -> list[int]:
+        if self.world_size() == 1:
+            return counts
+        summed = torch.tensor(counts, dtype=torch.float64, device=self.device)
+        dist.all_reduce(summed)
+        return [int(x) for x in summed.tolist()]
+
+    def local_gradients(self) -> contextlib.AbstractContextManager:
+        """DDP's own gradient sync expects one backward pass per step; SPO takes several (and ranks differ in
+        them), so gradients stay local and :meth:`step_optimizer` averages them itself."""
+        model = self.trainer.strategy.model
+        return model.no_sync() if isinstance(model, DistributedDataParallel) else contextlib.nullcontext()
+
+    def roll_out(self, env, tasks, tokens: torch.Tensor, lengths: torch.Tensor) -> Rollout:
+        """One episode per task with the sampling policy, in the numpy world or the torch world on the device;
+        either draws from ``generator`` (checkpointed), so that a resumed run samples the same actions."""
+        if isinstance(env, TensorBlocksEnv):
+            seed = int(torch.randint(2**62, (1,), generator=self.generator))
+            generator = torch.Generator(env.device).manual_seed(seed)
+            return collect_device_rollout(
+                self.policy, env, tasks, tokens, lengths, generator, self.policy.frames
+            )
+        return collect_rollout(self.policy, env, tasks, tokens, lengths, self.generator, self.policy.frames)
+
+    def step_optimizer(self) -> None:
+        """Adam on the gradients accumulated so far, summed over ranks (each rank scaled its losses by its share of
+        the frames), clipped; then clear them."""
         optimizer = self.optimizers()
-        optimizer.zero_grad()
-        self.manual_backward(loss)
+        if self.world_size() > 1:
+            parameters = [p for p in self.parameters() if p.requires_grad]
+            flat = torch.cat(
+                [torch.zeros_like(p).flatten() if p.grad is None else p.grad.flatten() for p in parameters]
+            )
+            dist.all_reduce(flat)
+            for p, g in zip(parameters, flat.split([p.numel() for p in parameters]), strict=True):
+                p.grad = g.view_as(p)
         if self.hparams.gradient_clip:
             self.clip_gradients(optimizer, self.hparams.gradient_clip, "norm")
         optimizer.step()
+        optimizer.zero_grad()
 
-    def imitation_step(self, batch: dict[str, torch.Tensor]) -> None:
-        """One step of the demonstration's cross-entropy (block and direction) in its own contexts."""
-        batch = {k: v.to(self.device) for k, v in batch.items()}
-        text = self.policy.encode_instruction(batch["tokens"], batch["lengths"])
-        distribution = self.policy.action_distribution(
-            self.policy.joint_features(batch["images"], text, batch["previous_action"])
-        )
-        loss = F.nll_loss(distribution.block_log_probs, batch["block"]) + F.nll_loss(
-            distribution.direction_log_probs, batch["direction"]
-        )
-        self.step_optimizer(loss)
-        self.frames_seen += len(batch["block"])
-        self.log_dict({"train/imitation_loss": loss.detach(), "train/imitation": 1.0}, batch_size=1)
-
-    def ppo_update(self, rollout: Rollout, gold_block: int) -> None:
-        """``ppo_epochs`` full-batch passes over one episode's frames (see the module docstring)."""
-        steps, boards = rollout.active.nonzero(as_tuple=True)
-        images = gather_stacks(rollout.frames, steps, boards, self.policy.frames).to(self.device)
-        previous = rollout.previous_action[steps, boards].to(self.device)
-        direction = rollout.direction[steps, boards].to(self.device)
-        reward = rollout.reward[steps, boards].to(self.device)
-        tokens, lengths = rollout.tokens.to(self.device), rollout.lengths.to(self.device)
-        gold = torch.full((len(steps),), gold_block, device=self.device)
-        old_log_prob = None
-        for _ in range(self.hparams.ppo_epochs):
-            text = self.policy.encode_instruction(tokens, lengths).expand(len(steps), -1)
-            features = self.policy.joint_features(images, text, previous)
-            distribution = self.policy.action_distribution(features)
-            log_prob = distribution.direction.log_prob(direction)
-            if old_log_prob is None:
-                old_log_prob = log_prob.detach()  # the policy that rolled the episode out
-            value = self.policy.value(features)
-            advantage = reward - value.detach() if self.hparams.value_baseline else reward
-            policy_loss = clipped_policy_loss(log_prob, old_log_prob, advantage, self.hparams.clip)
-            value_loss = F.mse_loss(value, reward)
-            entropy = distribution.direction.entropy().mean()
-            block_loss = F.nll_loss(distribution.block_log_probs, gold)
-            loss = (
-                policy_loss
-                + self.hparams.value_loss_weight * value_loss
-                - self.hparams.entropy_coef * entropy
-                + self.hparams.block_loss_weight * block_loss
+    def imitation_step(self, batch: dict[str, torch.Tensor] | None, share: float = 1.0) -> None:
+        """One step of the demonstrations' cross-entropy (block and direction) in their own contexts; ``share``:
+        this rank's part of all ranks' demonstration frames (None: this rank has none, the others step)."""
+        if batch is not None:
+            batch = {k: v.to(self.device) for k, v in batch.items()}
+            text = self.policy.encode_instruction(batch["tokens"], batch["lengths"])
+            distribution = self.policy.action_distribution(
+                self.policy.joint_features(batch["images"], text, batch["previous_action"])
             )
-            self.step_optimizer(loss)
+            loss = F.nll_loss(distribution.block_log_probs, batch["block"]) + F.nll_loss(
+                distribution.direction_log_probs, batch["direction"]
+            )
+            self.manual_backward(loss * share)
+            self.frames_seen += len(batch["block"])
+            self.log_dict({"train/imitation_loss": loss.detach(), "train/imitation": 1.0}, batch_size=1)
+        self.step_optimizer()
+
+    def ppo_update(
+        self, rollout: Rollout | None, gold_block: torch.Tensor | None, share: float = 1.0
+    ) -> None:
+        """``ppo_epochs`` passes over the rollout's frames, one Adam step each (see the module docstring);
+        ``gold_block`` (B,) is the block each episode's goal moves, ``share`` this rank's part of all ranks'
+        frames (None: this rank rolled nothing out, the others step)."""
+        if rollout is None:
+            for _ in range(self.hparams.ppo_epochs):
+                self.step_optimizer()
+            return
+        steps, boards = rollout.active.nonzero(as_tuple=True)
+        chunks = torch.arange(len(steps)).split(self.hparams.chunk_frames)
+        gold = gold_block.to(self.device)
+        old_log_prob: list[torch.Tensor] = []
+        for epoch in range(self.hparams.ppo_epochs):
+            totals = torch.zeros(6, device=self.device)  # loss, value, entropy, block loss, clipped, frames
+            for c, rows in enumerate(chunks):
+                s, b = steps[rows], boards[rows]
+                images = gather_stacks(rollout.frames, s, b, self.policy.frames).to(self.device)
+                s, b = s.to(self.device), b.to(self.device)
+                text = self.policy.encode_instruction(
+                    rollout.tokens.to(self.device), rollout.lengths.to(self.device)
+                )
+                features = self.policy.joint_features(
+                    images, text[b], rollout.previous_action[s, b].to(self.device)
+                )
+                distribution = self.policy.action_distribution(features)
+                log_prob = distribution.direction.log_prob(rollout.direction[s, b].to(self.device))
+                if epoch == 0:  # the policy that rolled the episodes out
+                    old_log_prob.append(log_prob.detach())
+                reward = rollout.reward[s, b].to(self.device)
+                value = self.policy.value(features)
+                advantage = reward - value.detach() if self.hparams.value_baseline else reward
+                policy_loss = clipped_policy_loss(log_prob, old_log_prob[c], advantage, self.hparams.clip)
+                value_loss = F.mse_loss(value, reward)
+                entropy = distribution.direction.entropy().mean()
+                block_loss = F.nll_loss(distribution.block_log_probs, gold[b])
+                loss = (
+                    policy_loss
+                    + self.hparams.value_loss_weight * value_loss
+                    - self.hparams.entropy_coef * entropy
+                    + self.hparams.block_loss_weight * block_loss
+                )
+                self.manual_backward(loss * (share * len(rows) / len(steps)))  # chunk means add to the mean
+                with torch.no_grad():
+                    clipped = ((log_prob - old_log_prob[c]).exp() - 1.0).abs() > self.hparams.clip
+                    parts = torch.stack([loss, value_loss, entropy, block_loss, clipped.float().mean()])
+                    totals[:5] += parts.detach() * len(rows)
+                    totals[5] += len(rows)
+            self.step_optimizer()
         self.frames_seen += len(steps)
-        with torch.no_grad():
-            ratio = (log_prob.detach() - old_log_prob).exp()
-            clipped = ((ratio - 1.0).abs() > self.hparams.clip).float().mean()
-        self.log_dict(
-            {"train/loss": loss.detach(), "train/value_loss": value_loss.detach(), "train/entropy": entropy.detach(),
-             "train/block_loss": block_loss.detach(), "train/clip_fraction": clipped, "train/imitation": 0.0},
-            batch_size=1,
-        )  # fmt: skip
+        means = (totals[:5] / totals[5]).tolist()  # the last pass's figures
+        names = ("train/loss", "train/value_loss", "train/entropy", "train/block_loss", "train/clip_fraction")
+        self.log_dict({**dict(zip(names, means, strict=True)), "train/imitation": 0.0}, batch_size=1)
+
+    def on_train_epoch_end(self) -> None:
+        """Under DDP, check that the ranks still hold the same weights (they step on the same summed gradients)."""
+        if self.world_size() > 1:
+            total = torch.stack([p.detach().double().sum() for p in self.parameters()]).sum().view(1)
+            low, high = total.clone(), total.clone()
+            dist.all_reduce(low, dist.ReduceOp.MIN)
+            dist.all_reduce(high, dist.ReduceOp.MAX)
+            if not torch.isclose(low, high, rtol=1e-9, atol=1e-9):
+                raise RuntimeError(f"the ranks' weights diverged (sums {low.item()} and {high.item()})")
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_save_checkpoint(checkpoint)
         checkpoint["spo_schedule"] = {
             "recent": list(self.recent),
-            "imitate_next": self.imitate_next,
+            "imitations_due": self.imitations_due,
             "generator": self.generator.get_state(),
         }
 
@@ -190,6 +285,7 @@ class SPOLearner(RolloutLearner):
         state = checkpoint.get("spo_schedule")
         if state:  # resumed exactly: the same window, the same next decision, the same samples
             self.recent.extend(state["recent"])
-            self.imitate_next = bool(state["imitate_next"])
+            # (checkpoints of one example per batch wrote a flag)
+            self.imitations_due = int(state.get("imitations_due", state.get("imitate_next", 0)))
             self.generator.set_state(state["generator"])
             self.generator_seeded = True

@@ -43,6 +43,12 @@ def check_config(cfg: DictConfig) -> None:
     check_keys(cfg.data, "data", _choice("data"))
     if "network" in cfg.model:
         network_options(OmegaConf.to_container(cfg.model.network, resolve=True), source="config")
+    learner = hydra.utils.get_class(cfg.model._target_)
+    if not getattr(learner, "supervised_start", True) and cfg.pretrain.epochs > 0:
+        raise ConfigError(
+            f"model={_choice('model') or learner.__name__} learns from scratch (it imitates the demonstrations "
+            f"itself): set pretrain.epochs=0, not {cfg.pretrain.epochs}"
+        )
     teachers = OmegaConf.select(cfg, "model.teachers") or []
     for key, path in [
         ("ckpt_path", None if cfg.get("ckpt_path") == "last" else cfg.get("ckpt_path")),
