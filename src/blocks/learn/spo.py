@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from blocks.errors import ConfigError
+from blocks.learn.data import distributed_rank
 from blocks.learn.on_policy import RolloutLearner
 from blocks.learn.rollout import Rollout, collect_device_rollout, collect_rollout, gather_stacks
 from blocks.model.policy import pad_token_ids
@@ -145,12 +146,8 @@ class SPOLearner(RolloutLearner):
         )  # fmt: skip
         self.log("error", float(np.mean(self.recent)), prog_bar=True, logger=False, batch_size=1)
 
-    @staticmethod
-    def world_size() -> int:
-        return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
-
     def sum_over_ranks(self, counts: list[int]) -> list[int]:
-        if self.world_size() == 1:
+        if distributed_rank()[1] == 1:
             return counts
         summed = torch.tensor(counts, dtype=torch.float64, device=self.device)
         dist.all_reduce(summed)
@@ -177,7 +174,7 @@ class SPOLearner(RolloutLearner):
         """Adam on the gradients accumulated so far, summed over ranks (each rank scaled its losses by its share of
         the frames), clipped; then clear them."""
         optimizer = self.optimizers()
-        if self.world_size() > 1:
+        if distributed_rank()[1] > 1:
             parameters = [p for p in self.parameters() if p.requires_grad]
             flat = torch.cat(
                 [torch.zeros_like(p).flatten() if p.grad is None else p.grad.flatten() for p in parameters]
@@ -264,7 +261,7 @@ class SPOLearner(RolloutLearner):
 
     def on_train_epoch_end(self) -> None:
         """Under DDP, check that the ranks still hold the same weights (they step on the same summed gradients)."""
-        if self.world_size() > 1:
+        if distributed_rank()[1] > 1:
             total = torch.stack([p.detach().double().sum() for p in self.parameters()]).sum().view(1)
             low, high = total.clone(), total.clone()
             dist.all_reduce(low, dist.ReduceOp.MIN)
