@@ -280,6 +280,25 @@ class DemonstrationDataModule(BlocksDataModule):
 
 
 # -- bandit: on-policy rollouts ------------------------------------------------------------------------------------
+class DeviceWorlds:
+    """The torch world (``data.simulator=torch``) with a numpy world's rewards, horizon and demonstrations, built
+    once for each device it is asked for."""
+
+    def __init__(self, env: VectorBlocksEnv, renderer: Renderer):
+        self.env = env
+        self.renderer = renderer
+        self.worlds: dict[torch.device, TensorBlocksEnv] = {}
+
+    def __call__(self, device: torch.device | str) -> TensorBlocksEnv:
+        device = torch.device(device)
+        if device not in self.worlds:
+            self.worlds[device] = TensorBlocksEnv(
+                self.env.reward_config, self.env.horizon, TensorRenderer(self.renderer, device),
+                self.env.demonstrations, device,
+            )  # fmt: skip
+        return self.worlds[device]
+
+
 class RolloutStream(IterableDataset):
     """Yields rollouts of the current policy as chunks of one or more updates; an epoch visits every example once.
 
@@ -321,7 +340,7 @@ class RolloutStream(IterableDataset):
         )
         self.renderer = renderer
         self.simulator = simulator
-        self._device_envs: dict[torch.device, TensorBlocksEnv] = {}
+        self.device_env = DeviceWorlds(self.env, renderer)  # the torch world on the policy's device
         self.rollouts_per_batch = rollouts_per_batch
         self.updates_per_rollout = rollouts_per_batch // episodes_per_update
         self.chunks_per_update = chunks_per_update
@@ -332,15 +351,6 @@ class RolloutStream(IterableDataset):
         self.oracle_rollin = 0.0  # probability of the oracle's action at each step (with an oracle)
         self.epoch = 0
         self.consumed = 0  # batches of this epoch handed out; Lightning stops at len() without exhausting us
-
-    def device_env(self, device: torch.device) -> TensorBlocksEnv:
-        """The torch world on the policy's device (built once per device)."""
-        if device not in self._device_envs:
-            self._device_envs[device] = TensorBlocksEnv(
-                self.env.reward_config, self.env.horizon, TensorRenderer(self.renderer, device),
-                self.env.demonstrations, device,
-            )  # fmt: skip
-        return self._device_envs[device]
 
     def rollouts_per_epoch(self) -> int:
         _, world = distributed_rank()
@@ -524,18 +534,12 @@ class EpisodeDataModule(StreamState, BlocksDataModule):
         )  # fmt: skip
 
     @cached_property
-    def _device_envs(self) -> dict[torch.device, TensorBlocksEnv]:
-        return {}
+    def device_env(self) -> DeviceWorlds:
+        return DeviceWorlds(self.numpy_env, self.renderer)
 
-    def env(self, device: torch.device) -> VectorBlocksEnv | TensorBlocksEnv:
+    def env(self, device: torch.device | str) -> VectorBlocksEnv | TensorBlocksEnv:
         """The world rollouts run in: numpy on the host, or (``simulator=torch``) torch on ``device``."""
-        if self.simulator == "numpy":
-            return self.numpy_env
-        if device not in self._device_envs:
-            self._device_envs[device] = TensorBlocksEnv(
-                self.reward, self.horizon, TensorRenderer(self.renderer, device), self.demonstrations, device
-            )
-        return self._device_envs[device]
+        return self.numpy_env if self.simulator == "numpy" else self.device_env(device)
 
     @cached_property
     def train_token_ids(self) -> list[list[int]]:

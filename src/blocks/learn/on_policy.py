@@ -79,20 +79,26 @@ class RolloutLearner(PolicyLearner):
         """(loss to minimise, figures to log) on the chunk's (step, board) pairs."""
         raise NotImplementedError
 
-    def training_step(self, chunk: RolloutChunk, batch_idx: int) -> torch.Tensor:
-        rollout, steps, boards = chunk.rollout, chunk.steps, chunk.boards
-        # Encode each instruction once, however many of its frames the chunk holds.
+    def rollout_features(
+        self, rollout: Rollout, steps: torch.Tensor, boards: torch.Tensor, images: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(joint features, image stacks, instruction vectors) at a rollout's (step, board) pairs, each instruction
+        encoded once however many of its frames there are; ``images``: the stacks, if already gathered."""
         unique_boards, board_of_frame = torch.unique(boards, return_inverse=True)
         text = self.policy.encode_instruction(rollout.tokens[unique_boards], rollout.lengths[unique_boards])
-        images = gather_stacks(rollout.frames, steps, boards, self.policy.frames)
-        features = self.policy.joint_features(
-            images, text[board_of_frame], rollout.previous_action[steps, boards]
-        )
+        if images is None:
+            images = gather_stacks(rollout.frames, steps, boards, self.policy.frames)
+        text = text[board_of_frame]
+        return self.policy.joint_features(images, text, rollout.previous_action[steps, boards]), images, text
+
+    def training_step(self, chunk: RolloutChunk, batch_idx: int) -> torch.Tensor:
+        rollout, steps, boards = chunk.rollout, chunk.steps, chunk.boards
+        features, images, text = self.rollout_features(rollout, steps, boards)
         distribution = self.policy.action_distribution(features)
         loss, figures = self.objective(rollout, steps, boards, distribution)
         goal_loss = None
         if rollout.goal is not None:
-            goal_loss = self.goal_loss(rollout.goal[steps, boards], features, images, text[board_of_frame])
+            goal_loss = self.goal_loss(rollout.goal[steps, boards], features, images, text)
         if goal_loss is not None:  # network.goal_head: the goal regression on the learner's own states
             loss = loss + goal_loss
 

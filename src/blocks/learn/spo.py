@@ -32,12 +32,11 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
+from lightning_fabric.utilities.apply_func import move_data_to_device
 from torch.nn.parallel import DistributedDataParallel
 
 from blocks.errors import ConfigError
-from blocks.learn.data import distributed_rank
 from blocks.learn.on_policy import RolloutLearner
 from blocks.learn.rollout import Rollout, collect_device_rollout, collect_rollout, gather_stacks
 from blocks.model.policy import pad_token_ids
@@ -147,11 +146,8 @@ class SPOLearner(RolloutLearner):
         self.log("error", float(np.mean(self.recent)), prog_bar=True, logger=False, batch_size=1)
 
     def sum_over_ranks(self, counts: list[int]) -> list[int]:
-        if distributed_rank()[1] == 1:
-            return counts
         summed = torch.tensor(counts, dtype=torch.float64, device=self.device)
-        dist.all_reduce(summed)
-        return [int(x) for x in summed.tolist()]
+        return [int(x) for x in self.trainer.strategy.reduce(summed, reduce_op="sum").tolist()]
 
     def local_gradients(self) -> contextlib.AbstractContextManager:
         """DDP's own gradient sync expects one backward pass per step; SPO takes several (and ranks differ in
@@ -174,12 +170,12 @@ class SPOLearner(RolloutLearner):
         """Adam on the gradients accumulated so far, summed over ranks (each rank scaled its losses by its share of
         the frames), clipped; then clear them."""
         optimizer = self.optimizers()
-        if distributed_rank()[1] > 1:
+        if self.trainer.world_size > 1:
             parameters = [p for p in self.parameters() if p.requires_grad]
             flat = torch.cat(
                 [torch.zeros_like(p).flatten() if p.grad is None else p.grad.flatten() for p in parameters]
             )
-            dist.all_reduce(flat)
+            flat = self.trainer.strategy.reduce(flat, reduce_op="sum")
             for p, g in zip(parameters, flat.split([p.numel() for p in parameters]), strict=True):
                 p.grad = g.view_as(p)
         if self.hparams.gradient_clip:
@@ -214,27 +210,27 @@ class SPOLearner(RolloutLearner):
             for _ in range(self.hparams.ppo_epochs):
                 self.step_optimizer()
             return
+        rollout = move_data_to_device(rollout, self.device)
         steps, boards = rollout.active.nonzero(as_tuple=True)
-        chunks = torch.arange(len(steps)).split(self.hparams.chunk_frames)
+        chunks = [
+            (steps[rows], boards[rows])
+            for rows in torch.arange(len(steps), device=self.device).split(self.hparams.chunk_frames)
+        ]
+        # The stacks are gathered once and serve every pass.
+        images = [gather_stacks(rollout.frames, s, b, self.policy.frames) for s, b in chunks]
         gold = gold_block.to(self.device)
         old_log_prob: list[torch.Tensor] = []
         for epoch in range(self.hparams.ppo_epochs):
-            totals = torch.zeros(6, device=self.device)  # loss, value, entropy, block loss, clipped, frames
-            for c, rows in enumerate(chunks):
-                s, b = steps[rows], boards[rows]
-                images = gather_stacks(rollout.frames, s, b, self.policy.frames).to(self.device)
-                s, b = s.to(self.device), b.to(self.device)
-                text = self.policy.encode_instruction(
-                    rollout.tokens.to(self.device), rollout.lengths.to(self.device)
-                )
-                features = self.policy.joint_features(
-                    images, text[b], rollout.previous_action[s, b].to(self.device)
-                )
+            totals = torch.zeros(
+                5, device=self.device
+            )  # frame-weighted: loss, value, entropy, block loss, clipped
+            for c, (s, b) in enumerate(chunks):
+                features, _, _ = self.rollout_features(rollout, s, b, images[c])
                 distribution = self.policy.action_distribution(features)
-                log_prob = distribution.direction.log_prob(rollout.direction[s, b].to(self.device))
+                log_prob = distribution.direction.log_prob(rollout.direction[s, b])
                 if epoch == 0:  # the policy that rolled the episodes out
                     old_log_prob.append(log_prob.detach())
-                reward = rollout.reward[s, b].to(self.device)
+                reward = rollout.reward[s, b]
                 value = self.policy.value(features)
                 advantage = reward - value.detach() if self.hparams.value_baseline else reward
                 policy_loss = clipped_policy_loss(log_prob, old_log_prob[c], advantage, self.hparams.clip)
@@ -247,25 +243,23 @@ class SPOLearner(RolloutLearner):
                     - self.hparams.entropy_coef * entropy
                     + self.hparams.block_loss_weight * block_loss
                 )
-                self.manual_backward(loss * (share * len(rows) / len(steps)))  # chunk means add to the mean
+                self.manual_backward(loss * (share * len(s) / len(steps)))  # chunk means add to the mean
                 with torch.no_grad():
                     clipped = ((log_prob - old_log_prob[c]).exp() - 1.0).abs() > self.hparams.clip
                     parts = torch.stack([loss, value_loss, entropy, block_loss, clipped.float().mean()])
-                    totals[:5] += parts.detach() * len(rows)
-                    totals[5] += len(rows)
+                    totals += parts * len(s)
             self.step_optimizer()
         self.frames_seen += len(steps)
-        means = (totals[:5] / totals[5]).tolist()  # the last pass's figures
+        means = (totals / len(steps)).tolist()  # the last pass's figures
         names = ("train/loss", "train/value_loss", "train/entropy", "train/block_loss", "train/clip_fraction")
         self.log_dict({**dict(zip(names, means, strict=True)), "train/imitation": 0.0}, batch_size=1)
 
     def on_train_epoch_end(self) -> None:
         """Under DDP, check that the ranks still hold the same weights (they step on the same summed gradients)."""
-        if distributed_rank()[1] > 1:
+        if self.trainer.world_size > 1:
             total = torch.stack([p.detach().double().sum() for p in self.parameters()]).sum().view(1)
-            low, high = total.clone(), total.clone()
-            dist.all_reduce(low, dist.ReduceOp.MIN)
-            dist.all_reduce(high, dist.ReduceOp.MAX)
+            low = self.trainer.strategy.reduce(total.clone(), reduce_op="min")
+            high = self.trainer.strategy.reduce(total.clone(), reduce_op="max")
             if not torch.isclose(low, high, rtol=1e-9, atol=1e-9):
                 raise RuntimeError(f"the ranks' weights diverged (sums {low.item()} and {high.item()})")
 
