@@ -155,6 +155,31 @@ def test_ckpt_path_last_resumes_this_run_folder_only_when_it_has_a_checkpoint(tm
         check_config(composed("model=bandit", "pretrain.checkpoint=missing.ckpt"))
 
 
+def test_a_rerun_skips_only_a_run_that_finished_and_was_evaluated_as_configured(tmp_path):
+    import json
+
+    import torch
+
+    from blocks.learn.train import finished_record
+
+    cfg = composed("model=bandit", "ckpt_path=last", "trainer.max_epochs=3")
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(tmp_path)
+    last = tmp_path / "last.ckpt"
+    torch.save({"global_step": 120}, last)
+    assert finished_record(cfg, str(last)) is None  # not evaluated yet
+    record = {"split": "dev", "limit": None, "global_step": 120, "max_epochs": 3, "mean_error": 4.2}
+    (tmp_path / "final_eval.json").write_text(json.dumps(record))
+    assert finished_record(cfg, str(last)) == record
+    for key, value in [("trainer.max_epochs", 4), ("final_eval.split", "tune"), ("final_eval.limit", 8),
+                       ("ckpt_path", None)]:  # fmt: skip
+        other = cfg.copy()
+        OmegaConf.update(other, key, value)
+        assert finished_record(other, str(last)) is None, key
+    torch.save({"global_step": 121}, last)  # the run went on after its evaluation
+    assert finished_record(cfg, str(last)) is None
+
+
 def test_the_no_prev_action_ablation_trains_its_own_supervised_start(tmp_path, monkeypatch):
     """The sweep's shared start reads the previous action; the run without it cannot load it and trains its own."""
     import blocks.learn.train as train_module

@@ -249,6 +249,12 @@ def test_ablation_sweep_runs_two_at_a_time_resumes_and_writes_one_table(corpus_r
     columns = read_run(sweep / "ablation=none,seed=42")  # both sessions' logs
     validated = ~np.isnan(columns["val/mean_error"])
     assert set(columns["epoch"][validated]) == {0.0, 1.0}  # the resumed run went on into its second epoch
+    record = sweep / "ablation=no_f1,seed=42" / "final_eval.json"
+    evaluated = record.read_text()
+    # Both runs finished and were evaluated: a third call neither fits nor evaluates them again.
+    third = run_train([*args, "trainer.max_epochs=2"], tmp_path, corpus_root)
+    assert (third.stderr + third.stdout).count("finished and evaluated already") == 2
+    assert record.read_text() == evaluated and "2 finished runs" in third.stdout
 
 
 def test_figure4_sweep_on_submitit_local_mode(corpus_root, tmp_path):

@@ -131,7 +131,15 @@ def final_evaluation(
     renderer = Renderer(cfg.data.root, agent.image_size)
     results = run_episodes(agent, examples, render_frames=renderer.render, progress=True)
     name = _choice("model") or model.kind
-    record = {"split": split, "checkpoint": selected or "(last weights)", "model": name, **summarize(results)}
+    record = {
+        "split": split,
+        "limit": cfg.final_eval.limit,
+        "checkpoint": selected or "(last weights)",
+        "model": name,
+        "global_step": trainer.global_step,  # with max_epochs: what a rerun compares to skip a finished run
+        "max_epochs": trainer.max_epochs,
+        **summarize(results),
+    }
     output = Path(cfg.paths.output_dir)
     (output / "final_eval.json").write_text(json.dumps(record, indent=2) + "\n")
     write_episodes(output / "episodes.csv", examples, results)
@@ -152,6 +160,26 @@ def resume_path(cfg: DictConfig) -> str | None:
     return None
 
 
+def finished_record(cfg: DictConfig, ckpt_path: str | None) -> dict[str, Any] | None:
+    """The run folder's ``final_eval.json`` when ``ckpt_path=last`` resumes a run that already ended and was
+    evaluated (same step, epochs, split and limit): a sweep run again after an interruption skips its finished
+    jobs instead of evaluating them a second time."""
+    record_file = Path(cfg.paths.output_dir) / "final_eval.json"
+    if cfg.get("ckpt_path") != "last" or not ckpt_path or not record_file.is_file():
+        return None
+    import torch
+
+    record = json.loads(record_file.read_text())
+    step = torch.load(ckpt_path, map_location="cpu", weights_only=False, mmap=True)["global_step"]
+    wanted = {
+        "global_step": step,
+        "max_epochs": cfg.trainer.max_epochs,
+        "split": OmegaConf.select(cfg, "final_eval.split"),
+        "limit": OmegaConf.select(cfg, "final_eval.limit"),
+    }
+    return record if all(record.get(k, "absent") == v for k, v in wanted.items()) else None
+
+
 def supervised_start(cfg: DictConfig, vocabulary: list[str]) -> str | None:
     """Where a rollout learner starts: ``pretrain.checkpoint`` (one start shared by a sweep's runs, unless
     ``pretrain.shared=false``: a run whose network differs from it), else ``pretrain.epochs`` of SUPERVISED trained
@@ -166,13 +194,17 @@ def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured learner, then evaluate its selected checkpoint; returns the last logged metrics."""
     check_config(cfg)
     set_torch_threads(cfg.get("threads"))
+    ckpt_path = resume_path(cfg)
+    finished = finished_record(cfg, ckpt_path)
+    if finished is not None:
+        log.info("%s: finished and evaluated already (final_eval.json); nothing to do", cfg.paths.output_dir)
+        return {k: float(v) for k, v in finished.items() if isinstance(v, (int, float))}
     pl.seed_everything(cfg.seed, workers=True)
 
     datamodule = hydra.utils.instantiate(cfg.data)
     extra: dict[str, Any] = {}
     if "vocabulary" in (accepted_keys(cfg.model._target_) or ()):  # the learners that read instructions
         extra["vocabulary"] = datamodule.vocabulary.to_list()
-    ckpt_path = resume_path(cfg)
     if (
         "init_checkpoint" in cfg.model and not cfg.model.init_checkpoint and not ckpt_path
     ):  # a rollout learner
