@@ -144,6 +144,39 @@ def test_a_time_limit_ends_the_first_epoch_and_keeps_a_checkpoint(corpus_root, t
     assert len(val_errors(run)) == 1
 
 
+def test_an_interrupted_supervised_start_resumes_with_ckpt_path_last(corpus_root, tmp_path):
+    """A sweep job stopped after its pretraining's first epoch, before any rollout checkpoint: run again, it
+    trains the second pretraining epoch only, then the rollouts."""
+    run = tmp_path / "run"
+    base = [
+        "model=bandit",
+        "experiment=smoke",
+        "trainer.max_epochs=1",
+        f"hydra.run.dir={run}",
+        "ckpt_path=last",
+    ]
+    run_train([*base, "pretrain.epochs=1"], tmp_path, corpus_root)
+    first = torch.load(run / "pretrain" / "checkpoints" / "last.ckpt", weights_only=False)
+    for path in [*(run / "checkpoints").iterdir(), run / "final_eval.json"]:
+        path.unlink()  # as if the job had been stopped right after its pretraining
+    out = run_train([*base, "pretrain.epochs=2"], tmp_path, corpus_root)
+    assert "resuming" in out.stderr + out.stdout
+    second = torch.load(run / "pretrain" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert (first["epoch"], second["epoch"]) == (0, 1) and second["global_step"] == 2 * first["global_step"]
+    hparams = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]
+    assert Path(hparams["initialised_from"]).parent == run / "pretrain" / "checkpoints"
+    assert not (run / "pretrain" / "checkpoints" / "pretrain-v1.ckpt").exists()
+    for path in [*(run / "checkpoints").iterdir(), run / "final_eval.json"]:
+        path.unlink()  # stopped again, now after a finished pretraining: it is used as it is
+    run_train([*base, "pretrain.epochs=2"], tmp_path, corpus_root)
+    third = torch.load(run / "pretrain" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert third["global_step"] == second["global_step"]
+    start = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"][
+        "initialised_from"
+    ]
+    assert Path(start).is_file() and Path(start).parent == run / "pretrain" / "checkpoints"
+
+
 def test_a_rerun_in_the_same_folder_starts_from_its_own_pretraining(corpus_root, tmp_path):
     """Lightning names a second pretraining file pretrain-v1.ckpt; the run must use it, not the older one (here
     with another network, which would not even load); a start with another network fails naming the key."""

@@ -87,8 +87,8 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
         },
     )
     checkpoint = pl.callbacks.ModelCheckpoint(
-        dirpath=out / "checkpoints", filename="pretrain", save_last=False
-    )
+        dirpath=out / "checkpoints", filename="pretrain", save_last=True
+    )  # last.ckpt: where an interrupted pretraining resumes
     trainer = hydra.utils.instantiate(
         trainer_cfg, callbacks=[checkpoint, pl.callbacks.TQDMProgressBar(refresh_rate=10)],
         logger=pl.loggers.CSVLogger(str(out), name="csv"),
@@ -97,14 +97,21 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
 
 
 def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
-    """Run :func:`pretraining`; the path of the checkpoint it wrote."""
+    """Run :func:`pretraining`; the path of the checkpoint it wrote. With ``ckpt_path=last`` (a sweep job run
+    again) an interrupted pretraining goes on from its own ``last.ckpt``, and a finished one is used as it is."""
     model, data, trainer, checkpoint = pretraining(cfg, vocabulary)
-    log.info("supervised initialisation: %d epochs", cfg.pretrain.epochs)
-    trainer.fit(model, data)
+    last = Path(checkpoint.dirpath) / "last.ckpt"
+    resume = str(last) if cfg.get("ckpt_path") == "last" and last.is_file() else None
+    log.info(
+        "supervised initialisation: %d epochs%s",
+        cfg.pretrain.epochs,
+        f", resuming {resume}" if resume else "",
+    )
+    trainer.fit(model, data, ckpt_path=resume)
     trainer.strategy.barrier()
     # Lightning names the file pretrain-v1.ckpt when the folder already holds one (a rerun in the same run
     # directory): take the file this run wrote, not an older one with perhaps another network.
-    return checkpoint.best_model_path
+    return checkpoint.best_model_path or str(last)
 
 
 def final_evaluation(
