@@ -336,6 +336,31 @@ def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, mon
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_curves_legend_sits_under_the_axis_labels_and_inside_the_figure(tmp_path):
+    """Six runs with long names (a sweep's folders): the legend takes rows, not width, and the figure grows."""
+    from blocks.curves import curves_figure
+
+    header = "epoch,step,train/entropy,train/frames,train/rollout_error,val/horizon_rate,val/mean_error\n"
+    runs = []
+    for i in range(6):
+        run = tmp_path / f"ablation=a_long_ablation_name_{i},seed=42"
+        (run / "csv" / "version_0").mkdir(parents=True)
+        rows = ["0,10,1.5,100.0,6.0,,", "0,20,1.4,200.0,5.0,,", f"0,20,,,,1.0,{5 + i}"]
+        (run / "csv" / "version_0" / "metrics.csv").write_text(header + "\n".join(rows) + "\n")
+        runs.append(run)
+    figure = curves_figure(runs, [r.name for r in runs], title="sweep")
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    legend = figure.legends[0].get_window_extent(renderer)
+    page = figure.bbox
+    assert page.x0 <= legend.x0 and legend.x1 <= page.x1 and legend.y0 >= page.y0
+    for axis in figure.axes:
+        assert legend.y1 <= axis.xaxis.label.get_window_extent(renderer).y0  # no label hidden by the legend
+    assert (
+        len(figure.legends[0].get_texts()) == 12
+    )  # each run's tuning line and its training-instruction line
+
+
 def test_the_shipped_read_and_plan_agent_acts_on_what_it_reads_and_beats_stop(corpus_root):
     """checkpoints/board_reader.ckpt and goal_predictor.ckpt: the agent reads real dev boards, names and moves a
     block, and ends far nearer the goals than STOP (docs/experiments/read-and-plan.md)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,19 @@ def running_mean(columns: dict[str, np.ndarray], key: str, window: int) -> tuple
 
 
 def plot_runs(runs: list[Path | str], labels: list[str] | None, out: Path, title: str | None = None) -> Path:
-    """One figure, a panel per curve (tuning error, horizon rate, entropy), a line per run; written to ``out``."""
+    """:func:`curves_figure` written to ``out``."""
+    import matplotlib.pyplot as plt
+
+    figure = curves_figure(runs, labels, title)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+    return out
+
+
+def curves_figure(runs: list[Path | str], labels: list[str] | None = None, title: str | None = None) -> Any:
+    """One figure, a panel per curve (tuning error, horizon rate, entropy), a line per run, the legend under
+    the panels."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -75,7 +88,8 @@ def plot_runs(runs: list[Path | str], labels: list[str] | None, out: Path, title
     labels = labels or [run_folders(run)[0].name for run in runs]
     panels = [("val/mean_error", "tuning mean error (block lengths)"), ("val/horizon_rate", "tuning horizon rate"),
               ("train/entropy", "policy entropy (nats)")]  # fmt: skip
-    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6))
+    width = 5 * len(panels)
+    figure, axes = plt.subplots(1, len(panels), figsize=(width, 3.6))
     for run, label in zip(runs, labels, strict=True):
         columns = read_run(run)
         for axis, (key, heading) in zip(axes, panels, strict=True):
@@ -94,10 +108,13 @@ def plot_runs(runs: list[Path | str], labels: list[str] | None, out: Path, title
             axis.set_xlabel("frames trained on (millions)")
             axis.grid(alpha=0.3)
     handles, names = axes[0].get_legend_handles_labels()
-    figure.legend(handles, names, loc="lower center", ncol=min(len(names), 4) or 1, fontsize=9)
+    # As many legend columns as the longest name allows (about 13 characters an inch at this size), at most 4;
+    # the figure grows by the legend's rows so that it sits under the axis labels.
+    legend_columns = max(1, min(4, len(names), int(width * 13) // (max(map(len, names), default=1) + 6)))
+    legend_height = 0.22 * -(-len(names) // legend_columns) + 0.1  # inches
+    figure.set_size_inches(width, 3.6 + legend_height)
+    figure.legend(handles, names, loc="lower center", ncol=legend_columns, fontsize=9)
     if title:
         figure.suptitle(title)
-    figure.tight_layout(rect=(0, 0.08, 1, 1))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=110)
-    return out
+    figure.tight_layout(rect=(0, legend_height / (3.6 + legend_height), 1, 1))
+    return figure
