@@ -221,9 +221,8 @@ class SPOLearner(RolloutLearner):
         gold = gold_block.to(self.device)
         old_log_prob: list[torch.Tensor] = []
         for epoch in range(self.hparams.ppo_epochs):
-            totals = torch.zeros(
-                5, device=self.device
-            )  # frame-weighted: loss, value, entropy, block loss, clipped
+            # Frame-weighted sums of the loss, value loss, entropy, block loss and clip fraction.
+            totals = torch.zeros(5, device=self.device)
             for c, (s, b) in enumerate(chunks):
                 features, _, _ = self.rollout_features(rollout, s, b, images[c])
                 distribution = self.policy.action_distribution(features)

@@ -96,22 +96,17 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
     return model, data, trainer, checkpoint
 
 
-def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str:
+def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str | None:
     """Run :func:`pretraining`; the path of the checkpoint it wrote. With ``ckpt_path=last`` (a sweep job run
     again) an interrupted pretraining goes on from its own ``last.ckpt``, and a finished one is used as it is."""
     model, data, trainer, checkpoint = pretraining(cfg, vocabulary)
-    last = Path(checkpoint.dirpath) / "last.ckpt"
-    resume = str(last) if cfg.get("ckpt_path") == "last" and last.is_file() else None
-    log.info(
-        "supervised initialisation: %d epochs%s",
-        cfg.pretrain.epochs,
-        f", resuming {resume}" if resume else "",
-    )
+    log.info("supervised initialisation: %d epochs", cfg.pretrain.epochs)
+    resume = resume_path(cfg, Path(checkpoint.dirpath).parent)  # train() passes no explicit ckpt_path here
     trainer.fit(model, data, ckpt_path=resume)
     trainer.strategy.barrier()
     # Lightning names the file pretrain-v1.ckpt when the folder already holds one (a rerun in the same run
     # directory): take the file this run wrote, not an older one with perhaps another network.
-    return checkpoint.best_model_path or str(last)
+    return checkpoint.best_model_path or resume  # resumed after its end: nothing new written
 
 
 def final_evaluation(
@@ -155,12 +150,13 @@ def final_evaluation(
     return record
 
 
-def resume_path(cfg: DictConfig) -> str | None:
-    """``ckpt_path``; ``last`` resumes this run folder's ``checkpoints/last.ckpt`` if there is one, else starts
-    afresh: what a sweep job rerun after an interruption needs (its folder does not change)."""
+def resume_path(cfg: DictConfig, folder: Path | None = None) -> str | None:
+    """``ckpt_path``; ``last`` resumes ``folder``'s ``checkpoints/last.ckpt`` (the run folder's, or its pretraining's)
+    if there is one, else starts afresh: what a sweep job rerun after an interruption needs (its folder does not
+    change)."""
     if cfg.get("ckpt_path") != "last":
         return cfg.get("ckpt_path")
-    last = Path(cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
+    last = Path(folder or cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
     if last.is_file():
         log.info("resuming %s", last)
         return str(last)
