@@ -393,23 +393,38 @@ def test_the_read_and_plan_notebook_runs(corpus_root):
 
 
 def test_sweep_summary_pairs_each_run_with_the_reference(tmp_path):
-    """The sweep table: the swept value, the paper's figure, and the paired difference from the reference run."""
-    from blocks.learn.sweep import paper_figure, summarize_sweep
+    """The sweep table: the swept value, the paper's figure, the paired difference from the reference run of the
+    same seed, and the best of several seeds picked on the tuning split; the plot puts a value's seeds together."""
+    from blocks.learn.sweep import against_paper_figure, paper_figure, summarize_sweep
 
     figures = {"mean_error": 0.0, "median_error": 0.0, "mean_min_distance": 0.0, "median_min_distance": 0.0,
                "mean_steps": 10.0, "horizon_rate": 0.0}  # fmt: skip
-    for value, errors in (("none", [1.0, 2.0, 3.0, 4.0]), ("no_f1", [2.0, 3.0, 4.0, 5.0])):
-        job = tmp_path / f"ablation={value}"
+    jobs = (("none", 1, [1.0, 2.0, 3.0, 4.0], [5.0, 4.0]), ("none", 2, [2.0, 3.0, 4.0, 5.0], [3.0, 3.5]),
+            ("no_f1", 1, [2.0, 3.0, 4.0, 5.0], [6.0, 6.5]))  # fmt: skip
+    for value, seed, errors, tune in jobs:
+        job = tmp_path / f"ablation={value},seed={seed}"
         (job / ".hydra").mkdir(parents=True)
-        (job / ".hydra" / "overrides.yaml").write_text(f"- ablation={value}\n- seed=1\n")
+        (job / ".hydra" / "overrides.yaml").write_text(f"- ablation={value}\n- seed={seed}\n")
         (job / "final_eval.json").write_text(json.dumps({**figures, "mean_error": float(np.mean(errors))}))
         rows = [f"dev/{i},{i // 2},{e},{e},10,False,False,0" for i, e in enumerate(errors)]
         header = "uid,episode,error,min_distance,steps,hit_horizon,reached_goal,failed_moves"
         (job / "episodes.csv").write_text("\n".join([header, *rows]) + "\n")
-    rows = {r["value"]: r for r in summarize_sweep(tmp_path, "ablation", "none")}
-    assert rows["no_f1"]["difference"] == pytest.approx(1.0) and rows["no_f1"]["paper_mean_error"] == 4.33
-    assert rows["none"].get("difference") is None and rows["none"]["seed"] == "1"
-    assert "| no_f1 | 1 | 3.50 |" in (tmp_path / "summary.md").read_text()
+        (job / "csv" / "version_0").mkdir(parents=True)
+        logged = [f"{100 * (i + 1)},{t},{1000 * (i + 1)}" for i, t in enumerate(tune)]
+        metrics = "\n".join(["step,val/mean_error,train/frames", *logged])
+        (job / "csv" / "version_0" / "metrics.csv").write_text(metrics)
+    rows = summarize_sweep(tmp_path, "ablation", "none")
+    by_job = {(r["value"], r["seed"]): r for r in rows}
+    no_f1 = by_job["no_f1", "1"]
+    assert no_f1["difference"] == pytest.approx(1.0) and no_f1["paper_mean_error"] == 4.33
+    assert by_job["none", "1"].get("difference") is None and by_job["none", "2"].get("difference") is None
+    assert by_job["none", "2"]["tune_error"] == 3.0 and by_job["none", "1"]["frames"] == 2000
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| no_f1 | 1 | 6.00 | 3.50 |" in summary
+    assert "none: best of 2 seeds on the tuning split: seed 2 (tune 3.00), dev 3.50" in summary
+    assert "mean over the seeds 3.00" in summary and "no_f1: best of" not in summary
+    ours = against_paper_figure(rows, "ablation").axes[0].lines[0]
+    assert list(ours.get_xdata()) == [0.0, 1.0] and list(ours.get_ydata()) == pytest.approx([3.5, 3.0])
     assert (
         paper_figure("data.demonstration_fraction", "0.50") == 3.69 and paper_figure("ablation", "x") is None
     )
