@@ -83,13 +83,14 @@ def against_paper_figure(rows: list[dict[str, Any]], key: str) -> Any:
     x = [place[v] for v in values]
     several = any(len(group) > 1 for group in runs.values())
     label = "ours (dev, mean of seeds)" if several else "ours (dev)"
-    axis.plot(x, [np.mean([r["mean_error"] for r in runs[v]]) for v in values], "o-", label=label)
+    joined = "-" if numeric else ""  # categories are not a scale: no line between them
+    axis.plot(x, [np.mean([r["mean_error"] for r in runs[v]]) for v in values], "o" + joined, label=label)
     if several:
         dots = [(place[r["value"]], r["mean_error"]) for r in rows]
         axis.plot(*zip(*dots, strict=True), ".", color="C0", alpha=0.5, label="ours, each seed")
     paper = [(place[v], runs[v][0]["paper_mean_error"]) for v in values if runs[v][0]["paper_mean_error"]]
     if paper:
-        axis.plot(*zip(*paper, strict=True), "s--", label="Misra et al. 2017 (dev)")
+        axis.plot(*zip(*paper, strict=True), "s--" if numeric else "s", label="Misra et al. 2017 (dev)")
     if not numeric:
         axis.set_xticks(x, [str(v) for v in values], rotation=20)
     axis.set_xlabel(key)
