@@ -62,6 +62,14 @@ def paper_figure(key: str, value: str | None) -> float | None:
     return None
 
 
+def by_value(rows: list[dict[str, Any]]) -> dict[Any, list[dict[str, Any]]]:
+    """The rows of each swept value (its seeds), the values in the rows' order."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["value"], []).append(row)
+    return groups
+
+
 def against_paper_figure(rows: list[dict[str, Any]], key: str) -> Any:
     """Our dev mean error per swept value beside the paper's (a line over numeric values, else categories).
 
@@ -71,14 +79,14 @@ def against_paper_figure(rows: list[dict[str, Any]], key: str) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    values = list(dict.fromkeys(r["value"] for r in rows))  # in the rows' order, each once
+    runs = by_value(rows)
+    values = list(runs)
     try:
         values.sort(key=float)
         place = {v: float(v) for v in values}
         numeric = True
     except (TypeError, ValueError):
         place, numeric = {v: float(i) for i, v in enumerate(values)}, False
-    runs = {v: [r for r in rows if r["value"] == v] for v in values}
     figure, axis = plt.subplots(figsize=(6, 3.8))
     x = [place[v] for v in values]
     several = any(len(group) > 1 for group in runs.values())
@@ -177,8 +185,7 @@ def markdown(rows: list[dict[str, Any]], key: str, reference: str) -> str:
             f"{number(r['mean_steps'], 1)} | {100 * r['horizon_rate']:.0f} % | {frames} | {number(r['hours'])} |"
         )
     # The paper's protocol: the best of several runs. Ours picks on the tuning split, never on dev.
-    for value in dict.fromkeys(r["value"] for r in rows):
-        runs = [r for r in rows if r["value"] == value]
+    for value, runs in by_value(rows).items():
         if len(runs) > 1:
             best = min(runs, key=lambda r: np.inf if np.isnan(r["tune_error"]) else r["tune_error"])
             lines.append(
