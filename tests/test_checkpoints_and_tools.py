@@ -430,6 +430,69 @@ def test_sweep_summary_pairs_each_run_with_the_reference(tmp_path):
     )
 
 
+def _finished_run(folder: Path, seed: int, tune: list[float], figures: dict, checkpoint: str | None = None,
+                  split: str = "dev", limit: int | None = None) -> Path:  # fmt: skip
+    """A run folder as train.py leaves it: final_eval.json, the overrides, the CSV log."""
+    (folder / ".hydra").mkdir(parents=True)
+    (folder / ".hydra" / "overrides.yaml").write_text(f"- seed={seed}\n")
+    record = {"mean_steps": 40.0, "horizon_rate": 1.0, "mean_min_distance": 0.0, "median_min_distance": 0.0,
+              **figures, "split": split, "limit": limit, "checkpoint": checkpoint}  # fmt: skip
+    (folder / "final_eval.json").write_text(json.dumps(record))
+    (folder / "csv" / "version_0").mkdir(parents=True)
+    logged = [f"{100 * (i + 1)},{t},{1000 * (i + 1)}" for i, t in enumerate(tune)]
+    (folder / "csv" / "version_0" / "metrics.csv").write_text(
+        "\n".join(["step,val/mean_error,train/frames", *logged])
+    )
+    return folder
+
+
+def test_seeds_report_picks_the_best_run_on_tune_and_refuses_mixed_splits(tmp_path):
+    """The paper's best of three, picked on the tuning split (not on dev, where run a is better)."""
+    from blocks.errors import ConfigError
+    from blocks.learn.seeds import report
+
+    a = _finished_run(tmp_path / "a", 1, [5.0, 4.5], {"mean_error": 4.0, "median_error": 3.5})
+    b = _finished_run(tmp_path / "b", 2, [4.8, 4.2], {"mean_error": 4.4, "median_error": 4.1})
+    text = report([a, b], tmp_path / "out")
+    assert (
+        f"best of 2 on the tuning split: {b} (tune 4.20), dev 4.40 / 4.10; dev mean over the runs 4.20."
+        in text
+    )
+    assert (tmp_path / "out" / "seeds.md").read_text() == text and "| 4.50 | 4.00 | 3.50 |" in text
+    limited = _finished_run(tmp_path / "c", 3, [4.0], {"mean_error": 1.0, "median_error": 1.0}, limit=8)
+    with pytest.raises(ConfigError, match="different splits or limits"):
+        report([a, limited])
+    with pytest.raises(ConfigError, match="give --out"):
+        report([a, b], ensemble=True)
+    with pytest.raises(ConfigError, match="no final_eval.json"):
+        report([a, tmp_path / "missing"])
+
+
+def test_an_ensemble_of_one_network_twice_acts_as_that_network(corpus_root, tmp_path):
+    """``--ensemble``: the runs' selected checkpoints act together on their split and are paired with the best."""
+    from blocks.agents.policy import PolicyAgent
+    from blocks.corpus.loader import load_split
+    from blocks.evaluate import run_episodes, write_episodes
+    from blocks.learn.seeds import report
+    from blocks.render.renderer import Renderer
+
+    checkpoint = str(SHIPPED / "bandit.ckpt")
+    examples = load_split("dev", corpus_root)[:8]
+    results = run_episodes(PolicyAgent.from_checkpoint(checkpoint), examples,
+                           render_frames=Renderer(corpus_root).render, progress=False)  # fmt: skip
+    errors = [r.error for r in results]
+    runs = []
+    for name, tune in (("a", 5.0), ("b", 4.0)):
+        run = _finished_run(tmp_path / name, 1, [tune], {"mean_error": float(np.mean(errors)),
+                            "median_error": float(np.median(errors))}, checkpoint, limit=8)  # fmt: skip
+        write_episodes(run / "episodes.csv", examples, results)
+        runs.append(run)
+    text = report(runs, tmp_path / "ensemble", ensemble=True, root=str(corpus_root))
+    record = json.loads((tmp_path / "ensemble" / "metrics.json").read_text())
+    assert record["n"] == 8 and record["mean_error"] == pytest.approx(np.mean(errors))
+    assert "against the best run +0.00 (95 % interval +0.00 to +0.00)" in text
+
+
 def test_averaging_a_runs_epochs_gives_the_mean_weights(tmp_path):
     """``export --average``: the mean of the epochs' weights, loadable like any exported goal predictor."""
     import torch

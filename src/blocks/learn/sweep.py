@@ -124,22 +124,32 @@ def _logged(columns: dict[str, np.ndarray], key: str, pick: Any) -> float:
     return float(pick(values)) if len(values) else float("nan")
 
 
+def run_row(job: Path, key: str | None = None) -> dict[str, Any]:
+    """One finished run (``final_eval.json`` in its folder): its dev figures and selected checkpoint, its best
+    tuning error, frames and hours from its CSV log, and with ``key`` the swept value and the paper's figure."""
+    record = json.loads((job / "final_eval.json").read_text())
+    columns = read_run(job) if any(job.glob("csv/version_*/metrics.csv")) else {}
+    value = swept_value(job, key) if key else None
+    return {
+        "value": value, "seed": swept_value(job, "seed"), **{k: record[k] for k in COLUMNS[2:8]},
+        "tune_error": _logged(columns, "val/mean_error", np.min),
+        "paper_mean_error": paper_figure(key, value) if key else None,
+        "frames": _logged(columns, "train/frames", lambda v: v[-1]),
+        "hours": _logged(columns, "time/train_hours", lambda v: v[-1]),
+        "folder": job.name, "checkpoint": record.get("checkpoint"), "split": record.get("split"),
+        "limit": record.get("limit"),
+    }  # fmt: skip
+
+
+def best_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run the tuning split picks (the paper picked on dev; we never do)."""
+    return min(runs, key=lambda r: np.inf if np.isnan(r["tune_error"]) else r["tune_error"])
+
+
 def summarize_sweep(folder: Path, key: str, reference: str) -> list[dict[str, Any]]:
     """Rows for every finished job under ``folder``; writes summary.csv, summary.md and curves.png there."""
     jobs = sorted(p.parent for p in folder.glob("*/final_eval.json"))
-    rows = []
-    for job in jobs:
-        value = swept_value(job, key)
-        record = json.loads((job / "final_eval.json").read_text())
-        columns = read_run(job) if any(job.glob("csv/version_*/metrics.csv")) else {}
-        paper = paper_figure(key, value)
-        rows.append({
-            "value": value, "seed": swept_value(job, "seed"), **{k: record[k] for k in COLUMNS[2:8]},
-            "tune_error": _logged(columns, "val/mean_error", np.min), "paper_mean_error": paper,
-            "frames": _logged(columns, "train/frames", lambda v: v[-1]),
-            "hours": _logged(columns, "time/train_hours", lambda v: v[-1]),
-            "folder": job.name,
-        })  # fmt: skip
+    rows = [run_row(job, key) for job in jobs]
     # Each run against the reference run of its own seed (the same supervised start), else the first reference.
     bases = {row["seed"]: job for job, row in zip(jobs, rows, strict=True) if row["value"] == reference}
     for job, row in zip(jobs, rows, strict=True):
@@ -165,10 +175,12 @@ def summarize_sweep(folder: Path, key: str, reference: str) -> list[dict[str, An
     return rows
 
 
-def markdown(rows: list[dict[str, Any]], key: str, reference: str) -> str:
-    def number(x: Any, digits: int = 2) -> str:
-        return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{digits}f}"
+def number(x: Any, digits: int = 2) -> str:
+    """A figure for a table: '-' where there is none."""
+    return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{digits}f}"
 
+
+def markdown(rows: list[dict[str, Any]], key: str, reference: str) -> str:
     lines = [
         f"| {key} | seed | tune (selected) | mean error | median | mean min. distance | paper (mean) | "
         f"vs {reference} (95 % interval) | steps | horizon | frames | hours |",
@@ -187,7 +199,7 @@ def markdown(rows: list[dict[str, Any]], key: str, reference: str) -> str:
     # The paper's protocol: the best of several runs. Ours picks on the tuning split, never on dev.
     for value, runs in by_value(rows).items():
         if len(runs) > 1:
-            best = min(runs, key=lambda r: np.inf if np.isnan(r["tune_error"]) else r["tune_error"])
+            best = best_of(runs)
             lines.append(
                 f"\n{value}: best of {len(runs)} seeds on the tuning split: seed {best['seed']} (tune "
                 f"{number(best['tune_error'])}), dev {number(best['mean_error'])} / {number(best['median_error'])}; "
