@@ -37,13 +37,16 @@ def val_errors(run: Path, key: str = "val/mean_error") -> list[float]:
     return [float(r[key]) for r in rows if r.get(key)]
 
 
-@pytest.mark.parametrize("model", ["supervised", "bandit", "reinforce", "oracle"])
-def test_smoke_experiment_on_two_processes(model, corpus_root, tmp_path):
+@pytest.mark.parametrize(
+    "model, extra", [("supervised", []), ("bandit", []), ("bandit", ["data.simulator=torch"]), ("reinforce", []),
+                     ("oracle", [])]
+)  # fmt: skip
+def test_smoke_experiment_on_two_processes(model, extra, corpus_root, tmp_path):
     run = tmp_path / "run"
     # The goal agent's validation too: the linear goal head on demonstrations, the goal map on rollouts.
     goal = {"supervised": ["network.goal_head=true"], "oracle": ["network.goal_map=true"]}.get(model, [])
     out = run_train(
-        [f"model={model}", "trainer.devices=2", "experiment=smoke", f"hydra.run.dir={run}", *goal],
+        [f"model={model}", "trainer.devices=2", "experiment=smoke", f"hydra.run.dir={run}", *goal, *extra],
         tmp_path,
         corpus_root,
     )
