@@ -74,6 +74,39 @@ def write_episodes(
             writer.writerow([example.uid, example.episode, *asdict(result).values()])
 
 
+def evaluate_split(
+    agent: Agent,
+    split: str,
+    output: str | os.PathLike,
+    root: str | None = None,
+    limit: int | None = None,
+    record: dict | None = None,
+    image_size: int = 120,
+    **kwargs,
+) -> dict:
+    """``agent`` over the first ``limit`` examples of ``split``: the figures (after ``split`` and ``record``'s
+    fields) go to ``output/metrics.json``, every episode to ``output/episodes.csv``; returns the figures.
+    ``kwargs`` go to :func:`run_episodes`."""
+    import json
+    from pathlib import Path
+
+    from blocks.corpus.loader import load_split
+
+    examples = load_split(split, root)[:limit]
+    render_frames = None
+    if agent.needs_images:
+        from blocks.render.renderer import Renderer
+
+        render_frames = Renderer(root, getattr(agent, "image_size", image_size)).render
+    results = run_episodes(agent, examples, render_frames=render_frames, **kwargs)
+    figures = {"split": split, **(record or {}), **summarize(results)}
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "metrics.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_episodes(output / "episodes.csv", examples, results)
+    return figures
+
+
 def evaluate_from_config(cfg) -> dict[str, float | int | str]:
     """What ``eval.py`` does: build the agent, run the split, print and save the figures as JSON.
 
@@ -81,35 +114,15 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
     every episode's figures to ``episodes.csv`` beside it.
     """
     import json
-    from pathlib import Path
 
     import hydra
 
-    from blocks.corpus.loader import load_split
-
     set_torch_threads()
     agent = hydra.utils.instantiate(cfg.agent)
-    examples = load_split(cfg.split, cfg.data.root)
-    if cfg.get("limit") is not None:
-        examples = examples[: cfg.limit]
-    render_frames = None
-    if agent.needs_images:
-        from blocks.render.renderer import Renderer
-
-        render_frames = Renderer(cfg.data.root, getattr(agent, "image_size", cfg.data.image_size)).render
-    results = run_episodes(
-        agent,
-        examples,
-        batch_size=cfg.batch_size,
-        seed=cfg.seed,
-        render_frames=render_frames,
-        progress=cfg.progress,
-    )
     name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
-    record = {"split": cfg.split, "agent": name, **summarize(results)}
-    output = Path(cfg.paths.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
-    write_episodes(output / "episodes.csv", examples, results)
+    record = evaluate_split(
+        agent, cfg.split, cfg.paths.output_dir, cfg.data.root, cfg.get("limit"), {"agent": name},
+        cfg.data.image_size, batch_size=cfg.batch_size, seed=cfg.seed, progress=cfg.progress,
+    )  # fmt: skip
     print(json.dumps(record), flush=True)
     return record

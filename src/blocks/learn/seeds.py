@@ -15,7 +15,6 @@ writes ``seeds.md`` (and the ensemble's ``metrics.json`` and ``episodes.csv``) i
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +30,11 @@ def evaluate_ensemble(checkpoints: list[str], split: str, out: Path, root: str |
     """The checkpoints acting together on ``split``; its figures in ``out/metrics.json``, its episodes beside."""
     from blocks import set_torch_threads
     from blocks.agents.policy import PolicyAgent
-    from blocks.corpus.loader import load_split
-    from blocks.evaluate import run_episodes, write_episodes
-    from blocks.render.renderer import Renderer
-    from blocks.world.metrics import summarize
+    from blocks.evaluate import evaluate_split
 
     set_torch_threads()
     agent = PolicyAgent.from_checkpoint(checkpoints, device=device)
-    examples = load_split(split, root)[:limit]
-    results = run_episodes(agent, examples, render_frames=Renderer(root, agent.image_size).render)
-    record = {"split": split, "limit": limit, "checkpoints": checkpoints, **summarize(results)}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
-    write_episodes(out / "episodes.csv", examples, results)
-    return record
+    return evaluate_split(agent, split, out, root, limit, {"limit": limit, "checkpoints": checkpoints})
 
 
 def report(runs: list[Path], out: Path | None = None, ensemble: bool = False, root: str | None = None,
