@@ -468,6 +468,38 @@ def test_seeds_report_picks_the_best_run_on_tune_and_refuses_mixed_splits(tmp_pa
         report([a, tmp_path / "missing"])
 
 
+def test_a_kept_record_reads_as_its_run_and_points_at_the_exported_checkpoint(tmp_path):
+    """``keep``: the sweep table and the seeds report read the kept record as they read the run; with
+    ``--checkpoint`` the record names the exported network, which acts as the selected one."""
+    import torch
+
+    from blocks.errors import ConfigError
+    from blocks.learn.keep import keep
+    from blocks.learn.sweep import run_row
+
+    run = _finished_run(tmp_path / "run", 7, [5.0, 4.5], {"mean_error": 4.0, "median_error": 3.5},
+                        str(SHIPPED / "bandit.ckpt"))  # fmt: skip
+    (run / "episodes.csv").write_text("uid,episode,error\ndev/0,0,4.0\n")
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"optimizer state")
+    kept = keep(run, tmp_path / "kept" / "seed=7", tmp_path / "nets" / "seed7.ckpt")
+    assert not (kept / "checkpoints").exists()
+    assert (kept / "episodes.csv").read_text() == (run / "episodes.csv").read_text()
+    ours, theirs = run_row(run), run_row(kept)
+    assert theirs["checkpoint"] == str(tmp_path / "nets" / "seed7.ckpt")
+    same = [json.dumps({k: v for k, v in row.items() if k not in ("checkpoint", "folder")}, sort_keys=True)
+            for row in (ours, theirs)]  # fmt: skip
+    assert same[0] == same[1] and ours["tune_error"] == 4.5  # NaN (no hours logged) equal as text
+    exported = torch.load(theirs["checkpoint"], map_location="cpu", weights_only=False)
+    shipped = torch.load(SHIPPED / "bandit.ckpt", map_location="cpu", weights_only=False)
+    assert all(torch.equal(v, shipped["state_dict"][k]) for k, v in exported["state_dict"].items())
+    (run / "final_eval.json").write_text(json.dumps({"checkpoint": str(tmp_path / "gone.ckpt")}))
+    with pytest.raises(ConfigError, match="not there to export"):
+        keep(run, tmp_path / "again", tmp_path / "again.ckpt")
+    with pytest.raises(ConfigError, match="no final_eval.json or episodes.csv"):
+        keep(tmp_path / "nothing", tmp_path / "x")
+
+
 def test_an_ensemble_of_one_network_twice_acts_as_that_network(corpus_root, tmp_path):
     """``--ensemble``: the runs' selected checkpoints act together on their split and are paired with the best."""
     from blocks.agents.policy import PolicyAgent
