@@ -40,15 +40,10 @@ def keep(run: Path, destination: Path, checkpoint: Path | None = None) -> Path:
             )
         export(record["checkpoint"], checkpoint)
         record["selected_in_run"], record["checkpoint"] = record["checkpoint"], str(checkpoint)
-    for name in RECORD[2:]:
-        if (run / name).is_file():
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(run / name, destination / name)
-    for log in sorted(run.glob("csv/version_*/metrics.csv")):
-        target = destination / log.relative_to(run)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, target)
-    shutil.copyfile(run / "episodes.csv", destination / "episodes.csv")
+    logs = [log.relative_to(run) for log in sorted(run.glob("csv/version_*/metrics.csv"))]
+    for name in [Path(n) for n in RECORD[1:] if (run / n).is_file()] + logs:
+        (destination / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(run / name, destination / name)
     (destination / "final_eval.json").write_text(json.dumps(record, indent=2) + "\n")
     return destination
 
