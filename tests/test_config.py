@@ -137,6 +137,17 @@ def test_every_recipe_composes_and_passes_the_checks(experiment):
     check_config(composed(f"experiment={experiment}"))
 
 
+@pytest.mark.parametrize("experiment", ["paper_reinforce", "paper_dqn"])
+def test_the_papers_baselines_train_at_the_approachs_budget_on_the_release_paths(experiment):
+    cfg = composed(f"experiment={experiment}")
+    approach = composed("experiment=ablations", "ablation=none")
+    assert cfg.data.demonstration_route == approach.data.demonstration_route == "release"
+    assert cfg.trainer.max_epochs == approach.trainer.max_epochs == 3
+    assert cfg.trainer.val_check_interval == 0.25
+    assert "step" in cfg.callbacks.model_checkpoint.filename  # one file per quarter-epoch validation
+    assert ("init_checkpoint" in cfg.model) == (experiment == "paper_reinforce")  # DQN: no supervised start
+
+
 def test_ckpt_path_last_resumes_this_run_folder_only_when_it_has_a_checkpoint(tmp_path):
     from blocks.learn.train import resume_path, supervised_start
 
