@@ -148,22 +148,57 @@ def test_the_papers_baselines_train_at_the_approachs_budget_on_the_release_paths
     assert ("init_checkpoint" in cfg.model) == (experiment == "paper_reinforce")  # DQN: no supervised start
 
 
-def test_ckpt_path_last_resumes_this_run_folder_only_when_it_has_a_checkpoint(tmp_path):
+def test_ckpt_path_last_resumes_this_run_folder_and_refuses_when_it_has_no_checkpoint(tmp_path):
+    import torch
+
     from blocks.learn.train import resume_path, supervised_start
 
     cfg = composed("model=bandit", "ckpt_path=last")
-    with open_dict(cfg):
-        cfg.paths.output_dir = str(tmp_path)
-    check_config(cfg)  # "last" is not a file name
-    assert resume_path(cfg) is None
-    (tmp_path / "checkpoints").mkdir()
-    (tmp_path / "checkpoints" / "last.ckpt").write_bytes(b"")
-    assert resume_path(cfg) == str(tmp_path / "checkpoints" / "last.ckpt")
+    auto = composed("model=bandit", "ckpt_path=auto")
+    for c in (cfg, auto):
+        with open_dict(c):
+            c.paths.output_dir = str(tmp_path)
+        check_config(c)  # "last" and "auto" are not file names
+    with pytest.raises(CheckpointError, match="ckpt_path=last: no .*last.ckpt to resume"):
+        resume_path(cfg)  # a new run folder: nothing to resume, said at once instead of starting from zero
+    assert resume_path(auto) is None  # a sweep job's first start
+    assert resume_path(cfg, required=False) is None  # a run's own pretraining, the first time
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    torch.save({"global_step": 8}, folder / "last.ckpt")
+    assert resume_path(cfg) == resume_path(auto) == str(folder / "last.ckpt")
     shared = composed("model=bandit", "pretrain.checkpoint=checkpoints/supervised.ckpt")
     assert supervised_start(shared, []) == "checkpoints/supervised.ckpt"  # no pretraining: the shared start
     assert supervised_start(composed("model=bandit", "data.demonstration_fraction=0"), []) is None
     with pytest.raises(CheckpointError, match="pretrain.checkpoint"):
         check_config(composed("model=bandit", "pretrain.checkpoint=missing.ckpt"))
+
+
+def test_a_damaged_last_checkpoint_gives_way_to_the_newest_readable_one(tmp_path, caplog):
+    import torch
+
+    from blocks.learn.train import resume_path
+
+    cfg = composed("model=bandit", "ckpt_path=last")
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(tmp_path)
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    for name in ("epoch_000.ckpt", "epoch_001.ckpt"):
+        torch.save({"global_step": 8}, folder / name)
+    (folder / "epoch_001.ckpt").write_bytes((folder / "epoch_001.ckpt").read_bytes()[:100])  # cut short too
+    torch.save({"global_step": 16, "weights": torch.zeros(1000)}, folder / "last.ckpt")
+    (folder / "last.ckpt").write_bytes((folder / "last.ckpt").read_bytes()[:2000])  # a kill while writing
+    with caplog.at_level("WARNING"):
+        assert resume_path(cfg) == str(folder / "epoch_000.ckpt")
+    assert "last.ckpt is damaged" in caplog.text and "epoch_000.ckpt" in caplog.text
+    (folder / "epoch_000.ckpt").unlink()
+    with pytest.raises(CheckpointError, match="no other checkpoint .* is readable"):
+        resume_path(cfg)
+    with open_dict(cfg):
+        cfg.ckpt_path = str(folder / "last.ckpt")
+    with pytest.raises(CheckpointError, match="last.ckpt: not a readable checkpoint, damaged or cut short"):
+        resume_path(cfg)
 
 
 def test_a_rerun_skips_only_a_run_that_finished_and_was_evaluated_as_configured(tmp_path):

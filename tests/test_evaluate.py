@@ -12,7 +12,7 @@ import pytest
 
 from blocks.agents import DemonstrationAgent, RandomAgent, StopAgent
 from blocks.corpus.loader import Example, load_split
-from blocks.evaluate import evaluate
+from blocks.evaluate import evaluate, run_episodes
 from blocks.world.task import Task
 
 from .conftest import REPO
@@ -92,3 +92,13 @@ def test_render_command_writes_pngs(corpus_root, tmp_path):
 def test_tasks_of_one_example_are_consistent(dev):
     x = dev[0]
     assert isinstance(x.task, Task) and x.task.num_blocks == 20 and x.decoration == "digit"
+
+
+def test_random_figures_do_not_depend_on_the_batch_size(two_block_task):
+    # Each example draws from a stream seeded by (seed, its place in the split), however the examples are batched.
+    examples = [Example(f"x/{i}", "", (), two_block_task, 0, 0) for i in range(20)]
+    episodes = [
+        run_episodes(RandomAgent(), examples, batch_size=b, seed=5, progress=False) for b in (20, 7, 1)
+    ]
+    assert episodes[0] == episodes[1] == episodes[2]
+    assert run_episodes(RandomAgent(), examples, seed=6, progress=False) != episodes[0]

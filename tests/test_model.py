@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import torch
 
+from blocks.corpus.text import Vocabulary
 from blocks.errors import CheckpointError, ConfigError
 from blocks.model.checkpoint import load_policy, network_options, read_checkpoint
 from blocks.model.distribution import FactoredActionDistribution, from_action, to_action
-from blocks.model.policy import PolicyNetwork, goal_targets, same_padding, standardize
+from blocks.model.policy import UNKNOWN_WORD, PolicyNetwork, goal_targets, same_padding, standardize
 from blocks.render.history import standardize as standardize_numpy
 from blocks.world.geometry import STOP
 
@@ -82,14 +83,44 @@ def test_padding_does_not_change_the_instruction_encoding():
     )
 
 
-def test_initialisation_follows_the_paper():
+def test_initialisation_follows_the_release_code():
+    torch.manual_seed(0)
     net = PolicyNetwork(vocab_size=2000)
-    assert abs(net.word_embedding.weight.std().item() - 1.0) < 0.05
-    assert abs(net.image_encoder.convs[0].weight.std().item() - math.sqrt(0.005)) < 0.01
+    # Standard deviations 0.005 and 0.004 as the release's code passes them (the appendix's "variance" would be
+    # 0.07 and 0.063), truncated at two of them as TensorFlow's truncated_normal.
+    for conv in net.image_encoder.convs:
+        # A normal truncated at 2 std keeps 0.88 of its standard deviation.
+        assert abs(conv.weight.std().item() - 0.88 * 0.005) < 0.0003
+        assert conv.weight.abs().max() <= 2 * 0.005
+    assert abs(net.image_encoder.project.weight.std().item() - 0.88 * 0.004) < 0.0003
+    # Words N(0, 1), padding and the unknown word zero, and the vocabulary agrees which id that is.
+    assert abs(net.word_embedding.weight[2:].std().item() - 1.0) < 0.05
+    assert net.word_embedding.weight[:2].abs().max() == 0
+    assert Vocabulary(["toyota"]).unk_id == UNKNOWN_WORD
+    # BasicLSTMCell: Glorot uniform over the (150 + 250, 1000) kernel, zero biases plus a forget bias of 1.
+    limit = math.sqrt(6 / (150 + 250 + 1000))
+    assert 0.95 * limit < net.lstm.weight_hh_l0.abs().max() <= limit
+    bias = net.lstm.bias_ih_l0 + net.lstm.bias_hh_l0
+    assert bias[250:500].eq(1).all() and bias[:250].eq(0).all() and bias[500:].eq(0).all()
     assert net.block_embedding.weight.abs().max() < 0.01 and net.hidden.bias.abs().max() == 0
     before = net.direction_head.weight.clone()
     net.reset_direction_head()
     assert not torch.equal(before, net.direction_head.weight) and net.direction_head.bias.abs().max() == 0
+
+
+def test_at_initialisation_the_network_hears_the_words_louder_than_it_sees(renderer):
+    # With the release's scales the image embedding starts orders of magnitude smaller than the instruction's
+    # (the variances of the appendix made it 270 times larger than the text's).
+    torch.manual_seed(0)
+    net = PolicyNetwork(vocab_size=50)
+    rng = np.random.default_rng(0)
+    boards = [rng.uniform(-1, 1, (8, 2)) for _ in range(8)]
+    pictures = np.stack([renderer.render_board(b, False) for b in boards])
+    stacks = torch.from_numpy(np.concatenate([pictures] * 5, axis=-1)).permute(0, 3, 1, 2).contiguous()
+    with torch.no_grad():
+        image = net.image_encoder(standardize(stacks)).abs().mean().item()
+        text = net.encode_instruction(torch.randint(2, 50, (8, 10)), torch.full((8,), 10)).abs().mean().item()
+    assert image < 0.01 * text
 
 
 def test_a_checkpoint_rebuilds_its_network_without_lightning(tmp_path):

@@ -83,17 +83,27 @@ def test_random_steps_match_numpy_for_every_reward(preset, device):
     taken, env = run_both(tasks, RewardConfig.preset(preset), None, seed=2, device=device)
     assert taken * len(tasks) >= 2000
     assert env.failed_moves.sum() > 100 and env.stopped.any() and (env.done & ~env.stopped).any()
+    assert overlapping_boards(env) > 0  # the rays let blocks pass side by side: both worlds agree on it too
+
+
+def overlapping_boards(env: VectorBlocksEnv) -> int:
+    """Boards on which two present blocks' squares overlap (blocks that passed each other side by side)."""
+    gap = np.abs(env.positions[:, :, None] - env.positions[:, None, :]).max(-1)
+    pairs = env.present[:, :, None] & env.present[:, None, :] & ~np.eye(20, dtype=bool)
+    return int(((gap < BLOCK_SIDE) & pairs).any((1, 2)).sum())
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_pictures_match_numpy_while_blocks_move(renderer, device):
-    """Every picture of 48 boards over a whole episode, faces clipped at the picture's edges included."""
+    """Every picture of 48 boards over a whole episode, faces clipped at the picture's edges and faces that
+    overlap (blocks that passed side by side) included."""
     tasks = crowded_tasks(48, seed=3)
-    run_both(tasks, RewardConfig(), renderer, seed=4, stop=0.0, device=device)
+    _, env = run_both(tasks, RewardConfig(), renderer, seed=4, stop=0.0, device=device)
+    assert overlapping_boards(env) > 0
 
 
 def test_renderer_draws_the_later_block_where_faces_meet(renderer):
-    """Overlapping faces (never on a real board) resolve as in the numpy loop: the later block wins."""
+    """Overlapping faces (blocks that passed side by side) resolve as in the numpy loop: the later block wins."""
     positions = np.zeros((2, 20, 2))
     positions[:, 1] = [0.05, 0.03]
     present = np.zeros((2, 20), bool)
@@ -154,8 +164,9 @@ def test_bandit_trains_on_the_torch_simulator(corpus_root):
     from blocks.learn.data import RolloutDataModule
     from blocks.learn.oracle import OracleLearner
 
-    data = RolloutDataModule(root=str(corpus_root), batch_size=4, episodes_per_update=2, max_train_examples=8,
-                             seed=0, simulator="torch")  # fmt: skip
+    data = RolloutDataModule(
+        root=str(corpus_root), batch_size=4, max_train_examples=8, seed=0, simulator="torch"
+    )
     learner = BanditLearner(data.vocabulary.to_list())
     before = [p.detach().clone() for p in learner.policy.parameters()]
     trainer = pl.Trainer(max_epochs=1, limit_val_batches=0, logger=False, enable_checkpointing=False,

@@ -147,7 +147,7 @@ def test_a_time_limit_ends_the_first_epoch_and_keeps_a_checkpoint(corpus_root, t
     assert len(val_errors(run)) == 1
 
 
-def test_an_interrupted_supervised_start_resumes_with_ckpt_path_last(corpus_root, tmp_path):
+def test_an_interrupted_supervised_start_resumes_with_ckpt_path_auto(corpus_root, tmp_path):
     """A sweep job stopped after its pretraining's first epoch, before any rollout checkpoint: run again, it
     trains the second pretraining epoch only, then the rollouts."""
     run = tmp_path / "run"
@@ -156,7 +156,7 @@ def test_an_interrupted_supervised_start_resumes_with_ckpt_path_last(corpus_root
         "experiment=smoke",
         "trainer.max_epochs=1",
         f"hydra.run.dir={run}",
-        "ckpt_path=last",
+        "ckpt_path=auto",
     ]
     run_train([*base, "pretrain.epochs=1"], tmp_path, corpus_root)
     first = torch.load(run / "pretrain" / "checkpoints" / "last.ckpt", weights_only=False)

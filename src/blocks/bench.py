@@ -155,7 +155,7 @@ def bench_train(
     batch: int = 32,
     seconds: float = 2.0,
     warmup: int = 3,
-    episodes_per_update: int = 1,
+    episodes_per_update: int | None = None,
     skip_supervised: bool = False,
     simulator: str = "numpy",
     accelerator: str = "auto",
@@ -232,7 +232,8 @@ def bench_train(
         bandit.policy.direction_head.bias[4] = -3.0
     lengths = []
 
-    def bandit_frames(chunk) -> int:
+    def bandit_frames(piece) -> int:
+        chunk = piece.chunk
         if chunk.last:
             lengths.append(float(chunk.rollout.active.sum(0).float().mean()))
         return len(chunk.steps)
@@ -243,7 +244,7 @@ def bench_train(
     device = devices[-1]
     print(
         f"bandit: {bandit_rate:,.0f} frames/s on {device} with the {simulator} simulator (rollout + update of "
-        f"{batch} episodes, {np.mean(lengths):.1f} steps per episode, {batch // episodes_per_update} updates of "
+        f"{batch} episodes, {np.mean(lengths):.1f} steps per episode, {batch // bandit_data.episodes_per_update} updates of "
         f"{bandit_data.chunks_per_update} chunks each)"
     )
     figures |= {"bandit_frames_per_s": bandit_rate}
@@ -281,7 +282,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("which", choices=sorted(BENCHMARKS))
     parser.add_argument("--seconds", type=float, default=2.0, help="time spent on each figure")
     parser.add_argument(
-        "--episodes-per-update", type=int, default=1, help="train: bandit episodes per Adam step"
+        "--episodes-per-update",
+        type=int,
+        default=None,
+        help="train: bandit episodes per Adam step (default: the whole rollout; the bandit refuses fewer)",
     )
     parser.add_argument("--skip-supervised", action="store_true", help="train: measure the bandit only")
     parser.add_argument("--batch", type=int, default=32, help="train: episodes per rollout, steps per batch")

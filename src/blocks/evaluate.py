@@ -9,7 +9,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from blocks import set_torch_threads
-from blocks.agents.baselines import Agent
+from blocks.agents.baselines import Agent, episode_seeds
 from blocks.corpus.loader import Example
 from blocks.world.geometry import HORIZON
 from blocks.world.metrics import EpisodeResult, summarize
@@ -31,7 +31,8 @@ def run_episodes(
 ) -> list[EpisodeResult]:
     """One episode per example, ``batch_size`` boards at a time; the evaluation is reward-free.
 
-    Batch ``k`` seeds the agent with ``seed + k`` so that results do not depend on anything but the seed.
+    Example ``i`` of the split gets its own seed from ``(seed, i)``, so that a figure depends on the seed alone,
+    not on ``batch_size``.
     """
     if agent.needs_images and render_frames is None:
         raise ValueError(f"{type(agent).__name__} needs images: pass render_frames")
@@ -40,10 +41,11 @@ def run_episodes(
     )
     results: list[EpisodeResult] = []
     with tqdm(total=len(examples), desc=f"evaluate {type(agent).__name__}", disable=not progress) as bar:
-        for k, start in enumerate(range(0, len(examples), batch_size)):
+        for start in range(0, len(examples), batch_size):
             batch = examples[start : start + batch_size]
             observation, _ = env.reset([x.task for x in batch])
-            agent.begin([x.task for x in batch], seed=seed + k, instructions=[x.instruction for x in batch])
+            seeds = episode_seeds(seed, len(batch), first=start)
+            agent.begin([x.task for x in batch], seed=seeds, instructions=[x.instruction for x in batch])
             while not env.all_done:
                 actions = agent.act(observation)
                 observation, *_ = env.step(actions)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from blocks.agents.baselines import Seed
 from blocks.agents.policy import PolicyAgent
 from blocks.corpus.text import Vocabulary
 from blocks.errors import ConfigError
@@ -51,7 +52,7 @@ class GoalSeekingAgent(PolicyAgent):
         self.stop_within = stop_within
 
     def begin(
-        self, tasks: Sequence[Task], seed: int | None = None, instructions: Sequence[str] | None = None
+        self, tasks: Sequence[Task], seed: Seed = None, instructions: Sequence[str] | None = None
     ) -> None:
         super().begin(tasks, seed, instructions)
         self.blocked_axis = np.full(len(tasks), -1)  # axis (0: x, 1: z) of a move that just failed, else -1

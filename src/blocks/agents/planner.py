@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from blocks.agents.baselines import Seed
 from blocks.agents.policy import PolicyAgent
 from blocks.errors import ConfigError
 from blocks.world.geometry import BLOCK_SIDE, HORIZON, STOP
@@ -34,7 +35,7 @@ class OraclePlannerAgent(PolicyAgent):
         self.route = route
 
     def begin(
-        self, tasks: Sequence[Task], seed: int | None = None, instructions: Sequence[str] | None = None
+        self, tasks: Sequence[Task], seed: Seed = None, instructions: Sequence[str] | None = None
     ) -> None:
         super().begin(tasks, seed, instructions)
         self.tasks = list(tasks)  # the simulator's boards: what makes the planner an oracle

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from blocks.agents.baselines import Agent
+from blocks.agents.baselines import Agent, Seed, episode_seeds
 from blocks.corpus.text import Vocabulary, tokenize
 from blocks.errors import ConfigError
 from blocks.model.checkpoint import read_checkpoint
@@ -100,12 +100,13 @@ class PolicyAgent(Agent):
         )
 
     def begin(
-        self, tasks: Sequence[Task], seed: int | None = None, instructions: Sequence[str] | None = None
+        self, tasks: Sequence[Task], seed: Seed = None, instructions: Sequence[str] | None = None
     ) -> None:
         super().begin(tasks)
         if instructions is None:
             raise ValueError("PolicyAgent needs the instructions")
-        self.generator = torch.Generator().manual_seed(0 if seed is None else seed)
+        # A sampling policy draws from one stream per batch: the batch's first episode's seed.
+        self.generator = torch.Generator().manual_seed(episode_seeds(seed, len(tasks))[0] % 2**63)
         self.history = FrameHistory(len(tasks), self.frames, (3, self.image_size, self.image_size))
         with torch.no_grad():
             self.texts = []  # per network: the encoded instructions (B, text_dim)

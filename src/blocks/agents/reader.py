@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from blocks.agents.baselines import Agent
+from blocks.agents.baselines import Agent, Seed
 from blocks.corpus.text import Vocabulary, tokenize
 from blocks.model.checkpoint import load_goal_predictor, load_reader
 from blocks.model.goal_predictor import GoalPredictor
@@ -70,7 +70,7 @@ class ReadAndPlanAgent(Agent):
         return cls(load_reader(reader, device), [p for p, _ in loaded], [v for _, v in loaded], **options)
 
     def begin(
-        self, tasks: Sequence[Task], seed: int | None = None, instructions: Sequence[str] | None = None
+        self, tasks: Sequence[Task], seed: Seed = None, instructions: Sequence[str] | None = None
     ) -> None:
         super().begin(tasks)
         if instructions is None:

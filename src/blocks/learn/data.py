@@ -11,19 +11,25 @@ import logging
 import math
 import os
 from collections.abc import Callable, Sequence
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import pytorch_lightning as pl
 import torch
 import torch.distributed as dist
 from pytorch_lightning.trainer.states import TrainerFn
-from torch.utils.data import DataLoader, Dataset, IterableDataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler
 
 from blocks.corpus.loader import Example, load_split
 from blocks.corpus.text import Vocabulary
 from blocks.errors import ConfigError
-from blocks.learn.rollout import RolloutChunk, collect_device_rollout, collect_rollout, split_update
+from blocks.learn.rollout import (
+    PendingRollout,
+    Rollout,
+    RolloutPiece,
+    collect_device_rollout,
+    collect_rollout,
+)
 from blocks.model.policy import PolicyNetwork, goal_targets, pad_token_ids
 from blocks.render.renderer import Renderer
 from blocks.tensor_world import TensorBlocksEnv, TensorRenderer
@@ -42,6 +48,34 @@ def distributed_rank() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+class EpochOrder(Sampler[int]):
+    """The order of ``count`` items in epoch ``e``, a function of (seed, epoch) alone, so that a run resumed at an
+    epoch's start sees the same order as one never stopped.
+
+    It is the order a shuffling ``DataLoader`` with a generator seeded ``seed`` gives in its ``e``-th epoch (each
+    epoch draws the loader's base seed, a permutation, and a second permutation when the sampler runs out),
+    replayed from the seed: the runs made before resuming was exact keep their figures. The trainer calls
+    ``set_epoch`` before each epoch.
+    """
+
+    def __init__(self, count: int, seed: int):
+        self.count, self.seed, self.epoch = count, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed)
+        for _ in range(self.epoch + 1):
+            torch.empty((), dtype=torch.int64).random_(generator=generator)
+            order = torch.randperm(self.count, generator=generator)
+            torch.randperm(self.count, generator=generator)
+        return iter(order.tolist())
 
 
 def epoch_shard(count: int, per_rank: int, seed: int, epoch: int) -> np.ndarray:
@@ -269,13 +303,11 @@ class DemonstrationDataModule(BlocksDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
-        generator = torch.Generator().manual_seed(self.seed)
         return DataLoader(
             self.steps,
             batch_size=self.batch_size,
-            shuffle=True,
+            sampler=EpochOrder(len(self.steps), self.seed),
             collate_fn=self.steps.collate,
-            generator=generator,
         )
 
 
@@ -300,11 +332,13 @@ class DeviceWorlds:
 
 
 class RolloutStream(IterableDataset):
-    """Yields rollouts of the current policy as chunks of one or more updates; an epoch visits every example once.
+    """Yields the pieces of rollouts of the current policy; an epoch visits every example once.
 
     Each rollout of ``rollouts_per_batch`` episodes (simulated together) makes one optimizer step per group of
-    ``episodes_per_update`` episodes, each accumulated over ``chunks_per_update`` backward passes. With 1, the
-    default, every episode gets its own Adam step, as in the original release (about 11,000 updates an epoch).
+    ``episodes_per_update`` episodes, each accumulated over ``chunks_per_update`` backward passes. A rollout is
+    sampled when its first piece is trained on (:class:`PendingRollout`). With one update per rollout, the
+    default, every update learns from episodes the weights it changes sampled; more updates per rollout learn
+    from older weights' episodes, which only the oracle's imitation allows (its labels do not depend on them).
 
     Under DDP every rank takes its own shard of a shared permutation, samples with its own seed, and yields the
     same number of batches, so that no rank waits for another forever. ``consumed`` (batches of this epoch
@@ -321,7 +355,7 @@ class RolloutStream(IterableDataset):
         reward: RewardConfig,
         horizon: int = HORIZON,
         rollouts_per_batch: int = 32,
-        episodes_per_update: int = 1,
+        episodes_per_update: int | None = None,
         chunks_per_update: int = 1,
         frames: int = 5,
         seed: int = 0,
@@ -329,6 +363,7 @@ class RolloutStream(IterableDataset):
         oracle: Oracle | None = None,
         simulator: str = "numpy",
     ):
+        episodes_per_update = episodes_per_update or rollouts_per_batch
         if episodes_per_update < 1 or rollouts_per_batch % episodes_per_update:
             raise ConfigError("data.batch_size must be a positive multiple of data.episodes_per_update")
         if not 1 <= chunks_per_update <= episodes_per_update:
@@ -376,34 +411,30 @@ class RolloutStream(IterableDataset):
             self.consumed = 0
         rank, _ = distributed_rank()
         shard = self.shard(self.epoch)
-        chunk = self.rollouts_per_batch // self.updates_per_rollout
         first, skip = divmod(self.consumed, self.batches_per_rollout)
         for r in range(first, self.rollouts_per_epoch()):
             chosen = shard[r * self.rollouts_per_batch : (r + 1) * self.rollouts_per_batch]
             seed = np.random.SeedSequence([self.seed, rank, self.epoch, r]).generate_state(1, np.uint64)[0]
             tokens, lengths = pad_token_ids([self.token_ids[i] for i in chosen])
             tasks = [self.examples[i].task for i in chosen]
-            if self.simulator == "torch":
-                env = self.device_env(next(self.policy.parameters()).device)
-                generator = torch.Generator(env.device).manual_seed(int(seed) % (2**63))
-                rollout = collect_device_rollout(
-                    self.policy, env, tasks, tokens, lengths, generator, self.frames
-                )
-            else:
-                generator = torch.Generator().manual_seed(int(seed) % (2**63))
-                rollout = collect_rollout(
-                    self.policy, self.env, tasks, tokens, lengths, generator, self.frames, self.oracle,
-                    self.oracle_rollin,
-                )  # fmt: skip
-            batches = [
-                piece
-                for u in range(self.updates_per_rollout)
-                for piece in split_update(rollout, slice(u * chunk, (u + 1) * chunk), self.chunks_per_update)
-            ]
-            for batch in batches[skip:]:
+            pending = PendingRollout(
+                partial(self.collect, tasks, tokens, lengths, int(seed) % (2**63)),
+                self.updates_per_rollout, self.chunks_per_update,
+            )  # fmt: skip
+            for index in range(skip, len(pending)):
                 self.consumed += 1
-                yield batch
+                yield RolloutPiece(pending, index)
             skip = 0
+
+    def collect(self, tasks: list[Task], tokens: torch.Tensor, lengths: torch.Tensor, seed: int) -> Rollout:
+        """One rollout of the current policy on ``tasks``, sampled with ``seed`` (called from the training step)."""
+        if self.simulator == "torch":
+            env = self.device_env(next(self.policy.parameters()).device)
+            generator = torch.Generator(env.device).manual_seed(seed)
+            return collect_device_rollout(self.policy, env, tasks, tokens, lengths, generator, self.frames)
+        generator = torch.Generator().manual_seed(seed)
+        return collect_rollout(self.policy, self.env, tasks, tokens, lengths, generator, self.frames, self.oracle,
+                               self.oracle_rollin)  # fmt: skip
 
 
 class RolloutDataModule(StreamState, BlocksDataModule):
@@ -414,12 +445,13 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         reward: str = "shaped",
         horizon: int = HORIZON,
         batch_size: int = 32,
-        episodes_per_update: int = 1,
+        episodes_per_update: int | None = None,
         chunks_per_update: int | None = None,
         simulator: str = "numpy",
         **kwargs,
     ):
-        """``batch_size`` episodes per rollout, one optimizer step per ``episodes_per_update`` of them, each
+        """``batch_size`` episodes per rollout, one optimizer step per ``episodes_per_update`` of them (default: all,
+        one update per rollout), each
         accumulated over ``chunks_per_update`` backward passes. ``simulator=torch`` rolls out on the policy's
         device (``blocks.tensor_world``), for GPUs. The default chunking: on the CPU min(16, episodes_per_update)
         (small pieces stay in cache), with the torch world 1 (on a GPU each piece only adds kernel launches: one
@@ -432,7 +464,7 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         self.reward_name = reward
         self.horizon = horizon
         self.batch_size = batch_size
-        self.episodes_per_update = episodes_per_update
+        self.episodes_per_update = episodes_per_update = episodes_per_update or batch_size
         self.chunks_per_update = chunks_per_update or (
             1 if simulator == "torch" else min(16, episodes_per_update)
         )
@@ -472,7 +504,7 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         return DataLoader(self.stream, batch_size=None, collate_fn=_identity)
 
 
-def _identity(batch: RolloutChunk) -> RolloutChunk:
+def _identity(batch: RolloutPiece) -> RolloutPiece:
     return batch
 
 

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from blocks.errors import ConfigError
 from blocks.learn.on_policy import RolloutLearner
-from blocks.learn.rollout import RolloutChunk, gather_stacks
+from blocks.learn.rollout import RolloutChunk, RolloutPiece, gather_stacks
 from blocks.model.distribution import to_action
 from blocks.model.dqn import QNetwork
 from blocks.model.policy import pad_token_ids
@@ -74,6 +74,7 @@ def td_loss(
 
 class DQNLearner(RolloutLearner):
     kind = "dqn"
+    on_policy = False  # learns from its replay memory
 
     def __init__(
         self,
@@ -134,7 +135,8 @@ class DQNLearner(RolloutLearner):
         batch["index"] = torch.from_numpy(index)
         return batch
 
-    def training_step(self, chunk: RolloutChunk, batch_idx: int) -> torch.Tensor:
+    def training_step(self, piece: RolloutPiece | RolloutChunk, batch_idx: int) -> torch.Tensor:
+        chunk = self.resolve(piece)
         new = self.remember(chunk)
         self.frames_seen += new
         optimizer = self.optimizers()

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from blocks.errors import CheckpointError
+from blocks.model.checkpoint import load_file
 
 NETWORKS = ("policy.", "reader.", "predictor.")  # what a learner holds that acting needs (no metric states)
 KEPT = ("state_dict", "hyper_parameters", "pytorch-lightning_version", "epoch", "global_step", "frames_seen")
@@ -36,7 +37,7 @@ def _save(slim: dict, destination: str | Path) -> Path:
 
 
 def export(source: str | Path, destination: str | Path) -> Path:
-    return _save(_slim(torch.load(source, map_location="cpu", weights_only=False), str(source)), destination)
+    return _save(_slim(load_file(source), str(source)), destination)
 
 
 def average(run: str | Path, first: int, last: int, destination: str | Path) -> Path:
@@ -47,7 +48,7 @@ def average(run: str | Path, first: int, last: int, destination: str | Path) -> 
     missing = [str(p) for p in paths if not p.is_file()]
     if missing or first > last:
         raise CheckpointError(f"--average {first} {last}: no such checkpoints {missing or ''}")
-    checkpoints = [torch.load(p, map_location="cpu", weights_only=False) for p in paths]
+    checkpoints = [load_file(p) for p in paths]
     slim = _slim(checkpoints[-1], f"mean of {paths[0]} .. {paths[-1].name}")
     slim["state_dict"] = {
         k: torch.stack([c["state_dict"][k].double() for c in checkpoints]).mean(0).to(v.dtype)
@@ -68,7 +69,7 @@ def validations(run: str | Path) -> list[tuple[Path, float]]:
     lasts = sorted(folder.glob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
     if not lasts:
         raise CheckpointError(f"{folder}: no last.ckpt, so no record of the validations")
-    callbacks = torch.load(lasts[-1], map_location="cpu", weights_only=False).get("callbacks", {})
+    callbacks = load_file(lasts[-1]).get("callbacks", {})
     scores: dict[str, float] = {}
     for name, state in callbacks.items():
         if name.startswith("ModelCheckpoint"):
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     source = args.source
     if args.average:
         path = average(source, *args.average, args.destination)
-        print(f"wrote {path}: {torch.load(path, weights_only=False)['exported_from']}")
+        print(f"wrote {path}: {load_file(path)['exported_from']}")
         return
     if args.best:
         for path, score in validations(source):

@@ -20,7 +20,7 @@ from torchmetrics import CatMetric
 
 from blocks.corpus.loader import Example
 from blocks.errors import ConfigError
-from blocks.learn.data import BlocksDataModule
+from blocks.learn.data import BlocksDataModule, EpochOrder
 from blocks.model.goal_predictor import GoalPredictor, goal_losses
 from blocks.model.policy import pad_token_ids
 from blocks.world.geometry import BLOCK_SIDE
@@ -60,8 +60,7 @@ class GoalDataModule(BlocksDataModule):
         return DataLoader(
             range(len(examples)),
             batch_size=self.batch_size if shuffle else self.val_batch_size,
-            shuffle=shuffle,
-            generator=torch.Generator().manual_seed(self.seed) if shuffle else None,
+            sampler=EpochOrder(len(examples), self.seed) if shuffle else None,
             collate_fn=lambda rows: goal_batch([examples[i] for i in rows], [ids[i] for i in rows]),
         )
 
@@ -134,6 +133,14 @@ class GoalLearner(pl.LightningModule):
                       batch_size=len(moved))  # fmt: skip
         self.log("loss", loss, prog_bar=True, logger=False, batch_size=len(moved))
         return loss
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # The board shifts, the jitter and dropout draw from torch's generator: a resumed run goes on with its state.
+        checkpoint["torch_rng_state"] = torch.get_rng_state()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if "torch_rng_state" in checkpoint:
+            torch.set_rng_state(checkpoint["torch_rng_state"])
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         found, error, forced = goal_errors(self.predictor, batch)

@@ -37,4 +37,4 @@ def load_learner(path: str, map_location: str | torch.device = "cpu") -> PolicyL
     kind = read_checkpoint(path, map_location).hparams.get("kind")
     if kind not in LEARNERS:
         raise CheckpointError(f"{path} is not a blocks learner checkpoint (kind {kind!r})")
-    return LEARNERS[kind].load_from_checkpoint(path, map_location=map_location).eval()
+    return LEARNERS[kind].load_from_checkpoint(path, map_location=map_location, weights_only=True).eval()

@@ -1,6 +1,7 @@
 """What the learners that train on their own rollouts share: a starting policy, the update loop, the frame count.
 
-Each update uses a fresh rollout of the current policy (see ``RolloutStream``). Its frames arrive in chunks;
+Each update uses a fresh rollout of the current policy, sampled inside the training step by the very weights the
+update changes (see ``RolloutStream`` and ``PendingRollout``). Its frames arrive in chunks;
 their gradients accumulate and Adam steps after the last chunk, with the gradient norm clipped at
 ``gradient_clip``. Subclasses say what to minimise on a chunk (:meth:`RolloutLearner.objective`); a network with
 a goal head adds the auxiliary goal loss on the learner's own states.
@@ -14,13 +15,14 @@ import torch
 
 from blocks.errors import ConfigError
 from blocks.learn.base import PolicyLearner
-from blocks.learn.rollout import Rollout, RolloutChunk, gather_stacks
+from blocks.learn.rollout import Rollout, RolloutChunk, RolloutPiece, gather_stacks
 from blocks.model.checkpoint import read_checkpoint
 from blocks.model.distribution import FactoredActionDistribution
 
 
 class RolloutLearner(PolicyLearner):
     kind = "rollout"
+    on_policy = True  # a policy gradient: every update must learn from episodes its own weights sampled
 
     def __init__(
         self,
@@ -63,6 +65,13 @@ class RolloutLearner(PolicyLearner):
         if datamodule is not None:
             if not hasattr(datamodule, "attach_policy"):
                 raise ConfigError(f"model={self.kind} learns from on-policy rollouts: use data=rollouts")
+            updates = datamodule.batch_size // datamodule.episodes_per_update
+            if self.on_policy and updates != 1:
+                raise ConfigError(
+                    f"model={self.kind} learns from the episodes its own weights sampled: one update per rollout, "
+                    f"so data.episodes_per_update must equal data.batch_size ({datamodule.episodes_per_update} "
+                    f"and {datamodule.batch_size} would make {updates} updates from one policy's episodes)"
+                )
             datamodule.attach_policy(self.policy, **self.rollout_options())
 
     def rollout_options(self) -> dict[str, Any]:
@@ -91,7 +100,15 @@ class RolloutLearner(PolicyLearner):
         text = text[board_of_frame]
         return self.policy.joint_features(images, text, rollout.previous_action[steps, boards]), images, text
 
-    def training_step(self, chunk: RolloutChunk, batch_idx: int) -> torch.Tensor:
+    def resolve(self, piece: RolloutPiece | RolloutChunk) -> RolloutChunk:
+        """The frames of a piece of the stream, its rollout sampled now by the current weights if it is the first
+        (a chunk of a rollout already in hand passes as it is)."""
+        if isinstance(piece, RolloutChunk):
+            return piece
+        return piece.pending.piece(piece.index, self.device, self.global_step)
+
+    def training_step(self, piece: RolloutPiece | RolloutChunk, batch_idx: int) -> torch.Tensor:
+        chunk = self.resolve(piece)
         rollout, steps, boards = chunk.rollout, chunk.steps, chunk.boards
         features, images, text = self.rollout_features(rollout, steps, boards)
         distribution = self.policy.action_distribution(features)

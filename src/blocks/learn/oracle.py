@@ -29,6 +29,7 @@ from blocks.model.distribution import FactoredActionDistribution
 
 
 class OracleLearner(RolloutLearner):
+    on_policy = False  # imitation of the planner's labels: any rollout's states will do
     kind = "oracle"
 
     def __init__(

@@ -8,11 +8,12 @@ policy saw.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from lightning_fabric.utilities.apply_func import move_data_to_device
 
 from blocks.model.distribution import to_action
 from blocks.model.policy import PolicyNetwork, goal_targets
@@ -68,6 +69,63 @@ class RolloutChunk:
     boards: torch.Tensor  # (n,) long
     weight: float  # n / frames of the whole update: chunk means add up to the update's mean
     last: bool
+
+
+class PendingRollout:
+    """A rollout that is sampled when its first piece is trained on, inside the training step.
+
+    The trainer asks its loader for the next batch before it trains on the current one (a prefetch); sampling
+    there would roll out with the weights from before the update in progress. Sampled here instead, every update
+    learns from episodes that the weights it changes sampled. ``sampled_by`` is the optimizer step count of
+    those weights, for checks.
+    """
+
+    def __init__(self, collect: Callable[[], Rollout], updates: int, chunks_per_update: int):
+        self._collect = collect
+        self.updates = updates
+        self.chunks_per_update = chunks_per_update
+        self._pieces: list[RolloutChunk] | None = None
+        self.sampled_by: int | None = None
+
+    def __len__(self) -> int:
+        return self.updates * self.chunks_per_update
+
+    def piece(self, index: int, device: torch.device, optimizer_steps: int) -> RolloutChunk:
+        """The ``index``-th backward pass of this rollout (sampling it first, on ``device``'s policy)."""
+        if self._pieces is None:
+            self.sampled_by = optimizer_steps
+            rollout = move_data_to_device(self._collect(), device)
+            per_update = rollout.num_boards // self.updates
+            self._pieces = [
+                piece
+                for u in range(self.updates)
+                for piece in split_update(
+                    rollout, slice(u * per_update, (u + 1) * per_update), self.chunks_per_update
+                )
+            ]
+        return self._pieces[index]
+
+
+class RolloutPiece:
+    """What the rollout stream hands the trainer: one backward pass of a rollout that may not be sampled yet.
+    (A plain class: the trainer's device transfer leaves it alone; the rollout is sampled on the policy's device.)"""
+
+    __slots__ = ("pending", "index")
+
+    def __init__(self, pending: PendingRollout, index: int):
+        self.pending, self.index = pending, index
+
+    @property
+    def last(self) -> bool:
+        """The rollout's last backward pass."""
+        return self.index == len(self.pending) - 1
+
+    @property
+    def chunk(self) -> RolloutChunk:
+        """The frames of this piece, once the training step has sampled its rollout."""
+        if self.pending.sampled_by is None:
+            raise RuntimeError("this piece's rollout is sampled by the training step: train on it first")
+        return self.pending.piece(self.index, torch.device("cpu"), 0)
 
 
 def split_update(rollout: Rollout, boards: slice, chunks: int) -> list[RolloutChunk]:

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from blocks import set_torch_threads
 from blocks.cli import accepted_keys, check_keys
 from blocks.errors import CheckpointError, ConfigError
-from blocks.model.checkpoint import network_options
+from blocks.model.checkpoint import load_file, network_options
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def check_config(cfg: DictConfig) -> None:
         )
     teachers = OmegaConf.select(cfg, "model.teachers") or []
     for key, path in [
-        ("ckpt_path", None if cfg.get("ckpt_path") == "last" else cfg.get("ckpt_path")),
+        ("ckpt_path", None if cfg.get("ckpt_path") in ("last", "auto") else cfg.get("ckpt_path")),
         ("model.init_checkpoint", OmegaConf.select(cfg, "model.init_checkpoint")),
         ("pretrain.checkpoint", OmegaConf.select(cfg, "pretrain.checkpoint")),
         *(("model.teachers", t) for t in teachers),
@@ -97,12 +97,14 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
 
 
 def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str | None:
-    """Run :func:`pretraining`; the path of the checkpoint it wrote. With ``ckpt_path=last`` (a sweep job run
+    """Run :func:`pretraining`; the path of the checkpoint it wrote. With ``ckpt_path=last`` or ``auto`` (a sweep job run
     again) an interrupted pretraining goes on from its own ``last.ckpt``, and a finished one is used as it is."""
     model, data, trainer, checkpoint = pretraining(cfg, vocabulary)
     log.info("supervised initialisation: %d epochs", cfg.pretrain.epochs)
-    resume = resume_path(cfg, Path(checkpoint.dirpath).parent)  # train() passes no explicit ckpt_path here
-    trainer.fit(model, data, ckpt_path=resume)
+    resume = resume_path(
+        cfg, Path(checkpoint.dirpath).parent, required=False
+    )  # a run's first start: none yet
+    trainer.fit(model, data, ckpt_path=resume, weights_only=True)
     trainer.strategy.barrier()
     # Lightning names the file pretrain-v1.ckpt when the folder already holds one (a rerun in the same run
     # directory): take the file this run wrote, not an older one with perhaps another network.
@@ -150,30 +152,56 @@ def final_evaluation(
     return record
 
 
-def resume_path(cfg: DictConfig, folder: Path | None = None) -> str | None:
-    """``ckpt_path``; ``last`` resumes ``folder``'s ``checkpoints/last.ckpt`` (the run folder's, or its pretraining's)
-    if there is one, else starts afresh: what a sweep job rerun after an interruption needs (its folder does not
-    change)."""
-    if cfg.get("ckpt_path") != "last":
-        return cfg.get("ckpt_path")
-    last = Path(folder or cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
-    if last.is_file():
-        log.info("resuming %s", last)
-        return str(last)
-    return None
+def resume_path(cfg: DictConfig, folder: Path | None = None, required: bool = True) -> str | None:
+    """The checkpoint to resume from, checked readable before anything starts.
+
+    ``ckpt_path=<file>`` is that file. ``last`` is ``folder``'s ``checkpoints/last.ckpt`` (the run folder's, or
+    its pretraining's), which must exist when ``required`` (each run gets a new folder: resuming needs the old
+    one named). ``auto`` takes it if there is one and starts afresh otherwise: what a sweep job run again after
+    an interruption needs (its folder does not change). A damaged ``last.ckpt`` (cut short by a kill) gives way
+    to the newest readable checkpoint of the run, said in the log.
+    """
+    wanted = cfg.get("ckpt_path")
+    if wanted not in ("last", "auto"):
+        if wanted:
+            load_file(wanted, mmap=True)  # missing, damaged or unsafe: one line naming it
+        return wanted
+    checkpoints = Path(folder or cfg.paths.output_dir) / "checkpoints"
+    last = checkpoints / "last.ckpt"
+    if not last.is_file():
+        if wanted == "last" and required:
+            raise CheckpointError(
+                f"ckpt_path=last: no {last} to resume (every run starts in a new folder): name the run's folder, "
+                f"hydra.run.dir=<run folder> ckpt_path=last, or its file, ckpt_path=<run folder>/checkpoints/"
+                f"last.ckpt; ckpt_path=auto resumes when there is one and starts afresh otherwise"
+            )
+        return None
+    try:
+        load_file(last, mmap=True)
+    except CheckpointError as damaged:
+        others = sorted((p for p in checkpoints.glob("*.ckpt") if p != last), key=lambda p: p.stat().st_mtime)
+        for candidate in reversed(others):
+            try:
+                load_file(candidate, mmap=True)
+            except CheckpointError:
+                continue
+            log.warning("%s is damaged (%s); resuming from %s, the newest readable checkpoint of the run",
+                        last, damaged, candidate)  # fmt: skip
+            return str(candidate)
+        raise CheckpointError(f"{damaged}; no other checkpoint in {checkpoints} is readable either") from None
+    log.info("resuming %s", last)
+    return str(last)
 
 
 def finished_record(cfg: DictConfig, ckpt_path: str | None) -> dict[str, Any] | None:
-    """The run folder's ``final_eval.json`` when ``ckpt_path=last`` resumes a run that already ended and was
+    """The run folder's ``final_eval.json`` when ``ckpt_path=last`` or ``auto`` resumes a run that already ended and was
     evaluated (same step, epochs, split and limit): a sweep run again after an interruption skips its finished
     jobs instead of evaluating them a second time."""
     record_file = Path(cfg.paths.output_dir) / "final_eval.json"
-    if cfg.get("ckpt_path") != "last" or not ckpt_path or not record_file.is_file():
+    if cfg.get("ckpt_path") not in ("last", "auto") or not ckpt_path or not record_file.is_file():
         return None
-    import torch
-
     record = json.loads(record_file.read_text())
-    step = torch.load(ckpt_path, map_location="cpu", weights_only=False, mmap=True)["global_step"]
+    step = load_file(ckpt_path, mmap=True)["global_step"]
     wanted = {
         "global_step": step,
         "max_epochs": cfg.trainer.max_epochs,
@@ -220,7 +248,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
         callbacks=_instantiate_all(cfg.get("callbacks")),
         logger=_instantiate_all(cfg.get("logger")),
     )
-    trainer.fit(model, datamodule, ckpt_path=ckpt_path)
+    trainer.fit(model, datamodule, ckpt_path=ckpt_path, weights_only=True)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     log.info("final metrics: %s", metrics)
     final_evaluation(cfg, trainer, model)

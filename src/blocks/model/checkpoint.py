@@ -8,6 +8,7 @@ all load through :func:`load_policy`; nothing here knows the learners, so there 
 from __future__ import annotations
 
 import inspect
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,29 @@ ARCHITECTURES: dict[str, type[PolicyNetwork]] = {"paper": PolicyNetwork, "spo": 
 # Network options that left the package after they measured no gain (docs/experiments/network-options.md):
 # a checkpoint that used them at these values is the plain network and still loads.
 RETIRED_NETWORK_OPTIONS = {"dropout": 0.0, "fusion": "concat", "coordinates": False}
+
+
+def load_file(path: str | Path, map_location: str | torch.device = "cpu", mmap: bool = False) -> Any:
+    """A checkpoint file's contents, read as data only (torch's ``weights_only``: tensors, numbers, strings and
+    containers; ours and Lightning's checkpoints hold nothing else). Unpickling a file may otherwise run any
+    code it carries; such a file, a damaged one and a missing one each fail naming the file."""
+    path = str(path)
+    if not Path(path).is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
+    except pickle.UnpicklingError as error:
+        if "weights_only" in str(error) or "Unsupported" in str(error):
+            what = str(error).splitlines()[1:2] or [str(error)]
+            raise CheckpointError(
+                f"{path}: refused: it holds objects other than plain data (code could run when it is opened): "
+                f"{what[0].strip()[:160]}"
+            ) from error
+        raise CheckpointError(f"{path}: not a readable checkpoint, damaged or cut short ({error})") from error
+    except Exception as error:  # cut short, not a torch file, ...
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint, damaged or cut short ({type(error).__name__}: {error})"
+        ) from error
 
 
 def network_options(options: dict[str, Any] | None, source: str = "network") -> dict[str, Any]:
@@ -89,14 +113,7 @@ class PolicyCheckpoint:
 def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> PolicyCheckpoint:
     """Any learner's checkpoint; a missing file or a file that is not one fails naming it."""
     path = str(path)
-    if not Path(path).is_file():
-        raise CheckpointError(f"{path}: no such checkpoint file")
-    try:
-        raw = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as error:  # truncated, not a torch file, ...
-        raise CheckpointError(
-            f"{path}: not a readable checkpoint ({type(error).__name__}: {error})"
-        ) from error
+    raw = load_file(path, map_location)
     record = raw.get("hyper_parameters") if isinstance(raw, dict) else None
     if not record or "vocabulary" not in record or "state_dict" not in raw:
         raise CheckpointError(f"{path}: not a blocks learner checkpoint (no network record or weights)")
@@ -119,14 +136,7 @@ def load_policy(
 
 
 def _learner_checkpoint(path: str | Path, kind: str, map_location: str | torch.device) -> dict[str, Any]:
-    if not Path(path).is_file():
-        raise CheckpointError(f"{path}: no such checkpoint file")
-    try:
-        checkpoint = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as error:
-        raise CheckpointError(
-            f"{path}: not a readable checkpoint ({type(error).__name__}: {error})"
-        ) from error
+    checkpoint = load_file(path, map_location)
     found = checkpoint.get("hyper_parameters", {}).get("kind") if isinstance(checkpoint, dict) else None
     if found != kind:
         raise CheckpointError(f"{path}: a {found!r} checkpoint where a {kind!r} one is needed")

@@ -26,6 +26,12 @@ from blocks.model.goal_map import GoalMap
 from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS, NUM_DIRECTIONS, STOP
 
 GOAL_OUTPUTS = 4  # goal x, z and offset x, z of the moved block
+UNKNOWN_WORD = 1  # the vocabulary's ids: 0 pads, 1 is a word never seen in training (blocks.corpus.text)
+
+
+def _truncated_normal(weight: torch.Tensor, std: float) -> None:
+    """TensorFlow's ``truncated_normal``: normal with ``std``, redrawn beyond two standard deviations."""
+    nn.init.trunc_normal_(weight, std=std, a=-2 * std, b=2 * std)
 
 
 def goal_targets(
@@ -140,25 +146,36 @@ class PolicyNetwork(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """The paper's initialisation (appendix B)."""
+        """The initialisation the release's code ran (docs/environment.md section 9).
+
+        The paper's appendix gives 0.005 and 0.004 as variances, but the release's code passes them to TensorFlow
+        as standard deviations; with the variances the filters start 14-16 times larger and the first layers
+        read the pictures far more loudly than the words. The LSTM is TensorFlow's ``BasicLSTMCell`` as built
+        there: Glorot-uniform weights over the joint [input, hidden] kernel, zero biases and a forget bias of 1.
+        Padding and the unknown word embed as zero vectors.
+        """
         for module in self.modules():
             if isinstance(module, nn.Conv2d):
-                nn.init.trunc_normal_(
-                    module.weight, std=math.sqrt(0.005), a=-2 * math.sqrt(0.005), b=2 * math.sqrt(0.005)
-                )
+                _truncated_normal(module.weight, 0.005)
                 nn.init.zeros_(module.bias)
             elif isinstance(module, nn.Linear):
                 nn.init.normal_(module.weight, std=0.01)
                 nn.init.zeros_(module.bias)
-        nn.init.trunc_normal_(
-            self.image_encoder.project.weight,
-            std=math.sqrt(0.004),
-            a=-2 * math.sqrt(0.004),
-            b=2 * math.sqrt(0.004),
-        )
+        _truncated_normal(self.image_encoder.project.weight, 0.004)
         nn.init.normal_(self.word_embedding.weight, std=1.0)
+        with torch.no_grad():
+            self.word_embedding.weight[[0, UNKNOWN_WORD]] = 0.0
+        size = self.lstm.hidden_size
+        limit = math.sqrt(
+            6.0 / (self.lstm.input_size + size + 4 * size)
+        )  # Glorot over the (in + h, 4h) kernel
         for name, parameter in self.lstm.named_parameters():
-            (nn.init.zeros_ if "bias" in name else lambda p: nn.init.normal_(p, std=0.01))(parameter)
+            if "bias" in name:
+                nn.init.zeros_(parameter)
+            else:
+                nn.init.uniform_(parameter, -limit, limit)
+        with torch.no_grad():
+            self.lstm.bias_ih_l0[size : 2 * size] = 1.0  # torch's gate order i, f, g, o: the forget gate
         for name in (
             "block_embedding",
             "direction_embedding",

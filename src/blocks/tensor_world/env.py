@@ -16,7 +16,6 @@ from blocks.tensor_world.renderer import TensorRenderer
 from blocks.world.geometry import (
     BLOCK_SIDE,
     BOARD_HALF,
-    COLLISION_REACH,
     DIRECTION_DELTAS,
     HORIZON,
     NUM_DIRECTIONS,
@@ -26,6 +25,7 @@ from blocks.world.metrics import EpisodeResult
 from blocks.world.planner import Demonstration, demonstration
 from blocks.world.rewards import RewardConfig
 from blocks.world.task import Task
+from blocks.world.transitions import DIRECTION_UNITS, ray_blocked
 from blocks.world.vector_env import VectorBlocksEnv
 
 
@@ -36,20 +36,25 @@ def distance_error(positions: torch.Tensor, goals: torch.Tensor, present: torch.
 
 
 def apply_actions(
-    positions: torch.Tensor, present: torch.Tensor, actions: torch.Tensor, deltas: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(new positions, failed): ``blocks.world.transitions.apply_actions`` for valid action ids on the device."""
+    positions: torch.Tensor, present: torch.Tensor, actions: torch.Tensor, deltas: torch.Tensor,
+    units: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """(new positions, failed): ``blocks.world.transitions.apply_actions`` for valid action ids on the device;
+    ``deltas`` and ``units`` are ``DIRECTION_DELTAS`` and ``DIRECTION_UNITS`` there."""
     rows = torch.arange(len(actions), device=actions.device)
     is_move = actions != STOP
     block = torch.where(is_move, actions // NUM_DIRECTIONS, 0)
     direction = torch.where(is_move, actions % NUM_DIRECTIONS, 0)
     moving = is_move & present[rows, block]
-    target = positions[rows, block] + deltas[direction]
+    origin = positions[rows, block]
+    target = origin + deltas[direction]
     off_board = (target.abs() > BOARD_HALF).any(dim=1)
     others = present.clone()
     others[rows, block] = False
-    overlap = ((positions - target[:, None, :]).abs() <= COLLISION_REACH).all(dim=-1)
-    failed = moving & (off_board | (overlap & others).any(dim=1))
+    gap = positions - origin[:, None, :]
+    unit = units[direction]
+    blocked = ray_blocked(gap[..., 0], gap[..., 1], unit[:, :1], unit[:, 1:])
+    failed = moving & (off_board | (blocked & others).any(dim=1))
     succeeded = moving & ~failed
     new_positions = positions.clone()
     new_positions[rows, block] = torch.where(succeeded[:, None], target, positions[rows, block])
@@ -118,6 +123,7 @@ class TensorBlocksEnv:
         self.renderer = renderer
         self.device = torch.device(device)
         self.deltas = torch.from_numpy(DIRECTION_DELTAS).to(self.device)
+        self.units = torch.from_numpy(DIRECTION_UNITS).to(self.device)
         self._start = VectorBlocksEnv(self.reward_config, horizon, None, demonstrations)
         self.num_envs = 0
 
@@ -167,7 +173,7 @@ class TensorBlocksEnv:
         actions = actions.to(self.device)
         active = ~self.done
         acted = torch.where(active, actions, STOP)
-        positions, failed = apply_actions(self.positions, self.present, acted, self.deltas)
+        positions, failed = apply_actions(self.positions, self.present, acted, self.deltas, self.units)
         error = distance_error(positions, self.goals, self.present)
         is_stop = acted == STOP
         phi2 = None

@@ -8,7 +8,14 @@ BLOCK_SIDE = 0.1524  # L: side of a block, the unit of every reported distance
 STEP = 0.1  # s: one move, 0.04 of the 2.5-unit board
 BOARD_HALF = 1.25  # the board spans [-1.25, 1.25] on x and z
 COLLISION_TOLERANCE = 0.002
-COLLISION_REACH = BLOCK_SIDE + COLLISION_TOLERANCE  # centres closer than this on both axes overlap
+COLLISION_REACH = BLOCK_SIDE + COLLISION_TOLERANCE  # the planner's square test: closer on both axes overlaps
+# The simulator's ray test (docs/environment.md section 3): a block's collider side m, the rays' length past the
+# step, and how far to either side of the moving block's centre another block still stops it. The shipped
+# simulator reads m off the block's mesh in the world, whose side the corpus records as L.
+COLLIDER_SIDE = BLOCK_SIDE
+RAY_TOLERANCE = 0.0001
+RAY_REACH = STEP + COLLIDER_SIDE + RAY_TOLERANCE * STEP  # along the move: centre gap at most this stops it
+RAY_SPREAD = COLLIDER_SIDE / 3 + COLLIDER_SIDE / 2  # across the move: centre gap at most this stops it
 MAX_BLOCKS = 20
 NUM_DIRECTIONS = 4  # moves; the direction head has a fifth output, STOP
 STOP_DIRECTION = 4

@@ -10,12 +10,19 @@ import numpy as np
 
 from blocks.world.geometry import (
     BOARD_HALF,
+    COLLIDER_SIDE,
     COLLISION_REACH,
     DIRECTION_DELTAS,
     MAX_BLOCKS,
     NUM_DIRECTIONS,
+    RAY_REACH,
+    RAY_SPREAD,
+    STEP,
     STOP,
 )
+
+# Unit vector of each direction: (x, z) components, exact (0 or +-1), so products with them are exact.
+DIRECTION_UNITS = DIRECTION_DELTAS / STEP
 
 
 def overlaps(candidates: np.ndarray, others: np.ndarray, reach: float = COLLISION_REACH) -> np.ndarray:
@@ -28,13 +35,28 @@ def overlaps(candidates: np.ndarray, others: np.ndarray, reach: float = COLLISIO
     return (gap <= reach).all(axis=-1)
 
 
+def ray_blocked(gap_x, gap_z, unit_x, unit_z):  # noqa: ANN001, ANN201 (numpy arrays or torch tensors alike)
+    """Whether the simulator's three rays stop a move: another block's centre lies ``(gap_x, gap_z)`` from the
+    moving block's, the move points along ``(unit_x, unit_z)``.
+
+    The rays start at the block's centre and ``m / 3`` to either side of it and reach ``s + m / 2`` (plus a hair)
+    ahead; the other block's collider is a square of side ``m``. A ray that starts inside a collider does not
+    see it (physics ray casts never do), so a block the mover already overlaps does not stop it. Together: the
+    other centre lies more than ``m / 2`` and at most ``s + m`` ahead, and at most ``m / 3 + m / 2`` to the side.
+    Written with arithmetic and comparisons alone so that the numpy and the torch world share it bit for bit.
+    """
+    along = gap_x * unit_x + gap_z * unit_z
+    across = gap_x * unit_z - gap_z * unit_x
+    return (along > COLLIDER_SIDE / 2) & (along <= RAY_REACH) & (abs(across) <= RAY_SPREAD)
+
+
 def apply_actions(
     positions: np.ndarray, present: np.ndarray, actions: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Apply one action per board; returns (new positions, failed) without touching the inputs.
 
     A move fails, and leaves its board unchanged, when the block would leave the board (strictly beyond
-    +-1.25) or overlap another present block. STOP and moves of absent blocks change nothing and never fail.
+    +-1.25) or another present block stands in its way (:func:`ray_blocked`). STOP and moves of absent blocks change nothing and never fail.
     ``actions`` must already be valid ids (see ``geometry.validate_actions``).
     """
     n = positions.shape[0]
@@ -44,11 +66,14 @@ def apply_actions(
     direction = np.where(is_move, actions % NUM_DIRECTIONS, 0)
     moving = is_move & present[rows, block]
 
-    target = positions[rows, block] + DIRECTION_DELTAS[direction]
+    origin = positions[rows, block]
+    target = origin + DIRECTION_DELTAS[direction]
     off_board = (np.abs(target) > BOARD_HALF).any(axis=1)
     others = present.copy()
     others[rows, block] = False
-    collision = (overlaps(target, positions) & others).any(axis=1)
+    gap = positions - origin[:, None, :]
+    unit = DIRECTION_UNITS[direction]
+    collision = (ray_blocked(gap[..., 0], gap[..., 1], unit[:, :1], unit[:, 1:]) & others).any(axis=1)
     failed = moving & (off_board | collision)
     succeeded = moving & ~failed
 
