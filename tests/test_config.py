@@ -4,6 +4,7 @@ and the supervised start of a rollout learner gets the settings it is given."""
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -236,3 +237,26 @@ def test_the_no_prev_action_ablation_trains_its_own_supervised_start(tmp_path, m
     for ablation, start in [("none", str(shared)), ("no_prev_action", "its own start")]:
         cfg = composed("experiment=ablations", f"ablation={ablation}", f"pretrain.checkpoint={shared}")
         assert train_module.supervised_start(cfg, ["<pad>", "<unk>"]) == start
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["trainer.max_epochs=abc", "data.batch_size=0", "data.batch_size=-1", "data.max_train_examples=-1",
+     "seed=abc", "pretrain.epochs=-1", "threads=0", "data.max_val_examples=1.5", "final_eval.limit=true"],
+)  # fmt: skip
+def test_a_bad_training_value_is_one_line_naming_the_key(override):
+    key = override.split("=")[0]
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}=.*: must be an integer"):
+        check_config(composed("experiment=smoke", override))
+
+
+@pytest.mark.parametrize("override", ["batch_size=0", "limit=abc", "limit=0", "limit=-1", "seed=abc"])
+def test_a_bad_evaluation_value_is_one_line_naming_the_key(override):
+    from blocks.cli import EVAL_INTEGERS, check_integers
+
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("eval", overrides=[override])
+    with pytest.raises(ConfigError, match=rf"^{re.escape(override.split('=')[0])}=.*: must be an integer"):
+        check_integers(cfg, EVAL_INTEGERS)
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        check_integers(compose("eval", overrides=["limit=5", "seed=3"]), EVAL_INTEGERS)  # good values pass

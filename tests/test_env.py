@@ -132,6 +132,25 @@ def test_gymnasium_make_gives_a_split_with_the_words_as_token_ids(corpus_root, m
     assert obs["tokens"][: len(ids)].tolist() == ids and not obs["tokens"][len(ids) :].any()
     assert env.observation_space.contains(obs)
     check_env(env.unwrapped)
+    # Other words for the same board: the tokens follow, and the next reset goes back to the task's own.
+    obs, info = env.reset(options={"index": 3, "instruction": "Move the BMW block left"})
+    words = vocabulary.encode(["move", "the", "bmw", "block", "left"])
+    assert info["instruction"] == "Move the BMW block left" and obs["length"].tolist() == [5]
+    assert obs["tokens"][:5].tolist() == words and not obs["tokens"][5:].any()
+    obs, info = env.reset(options={"index": 3})
+    assert info["instruction"] == example.instruction and obs["tokens"][: len(ids)].tolist() == ids
+
+
+def test_reset_options_are_honoured_or_refused(env):
+    with pytest.raises(ValueError, match="no vocabulary to encode words"):
+        env.reset(options={"instruction": "move block 1 right"})  # built from token ids alone
+    with pytest.raises(ValueError, match=r"unknown reset option\(s\) \['instructions'\]"):
+        env.reset(options={"instructions": "move"})
+    words = BlocksEnv(env.tasks, env._world.render_frames, token_ids=[[2], [3]], vocab_size=9,
+                      encode=lambda text: [len(w) for w in text.split()])  # fmt: skip
+    obs, info = words.reset(options={"index": 1, "instruction": "move one"})
+    assert obs["tokens"][:3].tolist() == [4, 3, 0] and obs["length"].tolist() == [2]
+    assert info["instruction"] == "move one" and words.observation_space.contains(obs)
 
 
 def test_stable_baselines3_checks_the_env_and_its_ppo_learns_on_it(renderer, two_block_task):

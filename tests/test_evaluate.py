@@ -102,3 +102,37 @@ def test_random_figures_do_not_depend_on_the_batch_size(two_block_task):
     ]
     assert episodes[0] == episodes[1] == episodes[2]
     assert run_episodes(RandomAgent(), examples, seed=6, progress=False) != episodes[0]
+
+
+@pytest.mark.slow
+def test_a_second_evaluation_into_a_busy_folder_is_refused_and_the_first_keeps_its_configuration(
+    corpus_root, tmp_path
+):
+    import time
+
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
+    folder = tmp_path / "run"
+    first = subprocess.Popen(
+        [sys.executable, "eval.py", "agent=policy", "ckpt_path=checkpoints/bandit.ckpt", "limit=400",
+         "progress=false", f"hydra.run.dir={folder}"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not (folder / ".evaluating").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    second = subprocess.run(
+        [sys.executable, "eval.py", "agent=stop", "seed=7", "progress=false", f"hydra.run.dir={folder}"],
+        cwd=REPO, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    out, _ = first.communicate(timeout=600)
+    assert second.returncode == 2 and len(second.stderr.strip().splitlines()) == 1
+    assert f"another evaluation (process {first.pid}) is writing its results there" in second.stderr
+    assert first.returncode == 0 and json.loads(out.strip().splitlines()[-1])["agent"] == "policy"
+    overrides = (folder / ".hydra" / "overrides.yaml").read_text()
+    assert "ckpt_path=checkpoints/bandit.ckpt" in overrides and "seed=7" not in overrides
+    assert not (folder / ".evaluating").exists()
+    # A claim left by a process that is gone (a killed run) is taken over.
+    (folder / ".evaluating").write_text("999999999")
+    again = subprocess.run([sys.executable, "eval.py", "agent=stop", "limit=3", "progress=false",
+                            f"hydra.run.dir={folder}"], cwd=REPO, env=env, capture_output=True, text=True)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-1000:]

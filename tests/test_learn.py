@@ -531,3 +531,48 @@ def test_a_run_stopped_after_an_epoch_and_resumed_ends_with_the_same_weights(kin
     whole = fit(3)
     resumed = fit(3, ckpt_path=str(tmp_path / "epoch=0.ckpt"))
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
+
+
+@pytest.mark.parametrize("kind, signum", [("supervised", "SIGINT"), ("bandit", "SIGTERM"), ("bandit", "SIGINT")])
+def test_an_interrupt_saves_last_ckpt_and_the_resumed_run_ends_as_one_never_stopped(kind, signum, corpus_root,
+                                                                                     tmp_path):  # fmt: skip
+    """Ctrl-C, or a cluster's SIGTERM, in the middle of an epoch (and of a rollout's update): the update finishes,
+    last.ckpt is written, the process exits 128 + the signal; resumed, the run ends with the same weights."""
+    import os
+    import signal
+
+    import pytorch_lightning as pl
+
+    from blocks.learn.callbacks import GracefulStop
+    from blocks.learn.supervised import SupervisedLearner
+
+    class SendSignal(pl.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            if trainer.current_epoch == 0 and batch_idx == 2:
+                os.kill(os.getpid(), getattr(signal, signum))
+
+    def fit(folder, extra=(), ckpt_path=None) -> dict[str, torch.Tensor]:
+        pl.seed_everything(0)
+        if kind == "supervised":
+            dm = DemonstrationDataModule(root=str(corpus_root), batch_size=8, max_train_examples=6, seed=3)
+            learner = SupervisedLearner(dm.vocabulary.to_list())
+        else:
+            dm = RolloutDataModule(root=str(corpus_root), batch_size=2, chunks_per_update=2, max_train_examples=8,
+                                   seed=3)  # fmt: skip
+            learner = BanditLearner(dm.vocabulary.to_list(), lr=1e-3)
+        checkpoints = pl.callbacks.ModelCheckpoint(folder, save_last=True)
+        trainer = pl.Trainer(max_epochs=2, logger=False, enable_progress_bar=False, limit_val_batches=0,
+                             enable_model_summary=False, callbacks=[checkpoints, GracefulStop(), *extra])  # fmt: skip
+        trainer.fit(learner, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)
+        return {k: v.clone() for k, v in learner.state_dict().items()}
+
+    whole = fit(tmp_path / "whole")
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(SystemExit) as stopped:
+        fit(tmp_path / "stopped", [SendSignal()])
+    assert stopped.value.code == 128 + getattr(signal, signum)
+    assert signal.getsignal(signal.SIGINT) is before  # the handlers are given back
+    last = torch.load(tmp_path / "stopped" / "last.ckpt", weights_only=True)
+    assert last["epoch"] == 0 and last["global_step"] == (3 if kind == "supervised" else 2)  # whole updates only
+    resumed = fit(tmp_path / "stopped", ckpt_path=str(tmp_path / "stopped" / "last.ckpt"))
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole)

@@ -111,3 +111,44 @@ def check_keys(node: Any, group: str, choice: str | None = None, given: tuple[st
         raise ConfigError(
             f"{', '.join(f'{group}.{k}' for k in unknown)}: not a key of {name}{which}; it takes {keys}"
         )
+
+
+# Integer settings each command reads: key -> (smallest value, whether null is allowed). A value of another type
+# or out of range is one line naming the key, before anything starts (not a traceback, nor a quiet wrong result
+# such as ``limit=-1`` leaving out the last example).
+TRAIN_INTEGERS: dict[str, tuple[int | None, bool]] = {
+    "seed": (None, False),
+    "threads": (1, True),
+    "trainer.max_epochs": (1, False),
+    "data.batch_size": (1, False),
+    "data.val_batch_size": (1, False),
+    "data.max_train_examples": (1, True),
+    "data.max_val_examples": (1, True),
+    "data.episodes_per_update": (1, True),
+    "data.chunks_per_update": (1, True),
+    "pretrain.epochs": (0, False),
+    "pretrain.batch_size": (1, False),
+    "final_eval.limit": (1, True),
+}
+EVAL_INTEGERS: dict[str, tuple[int | None, bool]] = {
+    "seed": (None, False),
+    "batch_size": (1, False),
+    "limit": (1, True),
+}
+
+
+def check_integers(cfg: Any, rules: dict[str, tuple[int | None, bool]]) -> None:
+    """Each key of ``rules`` present in ``cfg`` holds an integer at least its minimum (or null where allowed)."""
+    from omegaconf import OmegaConf
+
+    for key, (minimum, nullable) in rules.items():
+        if OmegaConf.select(cfg, key, default="<absent>") == "<absent>":
+            continue
+        value = OmegaConf.select(cfg, key)
+        if value is None and nullable:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
+            wanted = (
+                "an integer" + (f" >= {minimum}" if minimum is not None else "") + (" or null" * nullable)
+            )
+            raise ConfigError(f"{key}={value!r}: must be {wanted}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -90,7 +92,6 @@ def evaluate_split(
     fields) go to ``output/metrics.json``, every episode to ``output/episodes.csv``; returns the figures.
     ``kwargs`` go to :func:`run_episodes`."""
     import json
-    from pathlib import Path
 
     from blocks.corpus.loader import load_split
 
@@ -109,6 +110,58 @@ def evaluate_split(
     return figures
 
 
+@contextlib.contextmanager
+def claim_folder(folder: str | os.PathLike) -> Iterator[None]:
+    """Hold ``folder`` for one evaluation: a second one started into it while the first runs is refused (one line),
+    instead of both writing there and leaving one's figures beside the other's configuration. A claim whose
+    process is gone (a killed run) is taken over."""
+    from blocks.errors import UsageError
+
+    lock = Path(folder) / ".evaluating"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            handle = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            owner = lock.read_text().strip() if lock.exists() else ""
+            if owner.isdigit() and _alive(int(owner)):
+                raise UsageError(
+                    f"{folder}: another evaluation (process {owner}) is writing its results there; give this one "
+                    f"its own folder (hydra.run.dir=...)"
+                ) from None
+            lock.unlink(missing_ok=True)  # left by a process that is gone
+            continue
+        os.write(handle, str(os.getpid()).encode())
+        os.close(handle)
+        break
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _own_configuration(cfg) -> None:
+    """Write this run's configuration beside its figures again: a refused run started into the same folder has
+    already had Hydra write its own there."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    folder = Path(cfg.paths.output_dir) / ".hydra"
+    if HydraConfig.initialized() and folder.is_dir():
+        OmegaConf.save(cfg, folder / "config.yaml")
+        OmegaConf.save(OmegaConf.create(list(HydraConfig.get().overrides.task)), folder / "overrides.yaml")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def evaluate_from_config(cfg) -> dict[str, float | int | str]:
     """What ``eval.py`` does: build the agent, run the split, print and save the figures as JSON.
 
@@ -119,12 +172,17 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
 
     import hydra
 
+    from blocks.cli import EVAL_INTEGERS, check_integers
+
+    check_integers(cfg, EVAL_INTEGERS)
     set_torch_threads()
-    agent = hydra.utils.instantiate(cfg.agent)
-    name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
-    record = evaluate_split(
-        agent, cfg.split, cfg.paths.output_dir, cfg.data.root, cfg.get("limit"), {"agent": name},
-        cfg.data.image_size, batch_size=cfg.batch_size, seed=cfg.seed, progress=cfg.progress,
-    )  # fmt: skip
+    with claim_folder(cfg.paths.output_dir):
+        agent = hydra.utils.instantiate(cfg.agent)
+        name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
+        record = evaluate_split(
+            agent, cfg.split, cfg.paths.output_dir, cfg.data.root, cfg.get("limit"), {"agent": name},
+            cfg.data.image_size, batch_size=cfg.batch_size, seed=cfg.seed, progress=cfg.progress,
+        )  # fmt: skip
+        _own_configuration(cfg)
     print(json.dumps(record), flush=True)
     return record

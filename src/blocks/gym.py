@@ -27,7 +27,7 @@ def make_env(
     """The examples of ``split`` (the first ``limit`` of them, if set) with the paper's ``reward`` preset."""
     from blocks.corpus.download import default_data_root
     from blocks.corpus.loader import load_split
-    from blocks.corpus.text import Vocabulary
+    from blocks.corpus.text import Vocabulary, tokenize
     from blocks.render.renderer import Renderer
     from blocks.world.env import BlocksEnv
     from blocks.world.rewards import RewardConfig
@@ -45,6 +45,7 @@ def make_env(
         max_tokens=max_tokens,
         reward=RewardConfig.preset(reward),
         render_mode=render_mode,
+        encode=lambda text: vocabulary.encode(tokenize(text)),
     )
 
 

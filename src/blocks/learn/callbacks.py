@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+import signal
+import threading
 import time
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytorch_lightning as pl
+
+from blocks.learn.rollout import RolloutPiece
+
+log = logging.getLogger(__name__)
 
 
 class WallClock(pl.Callback):
@@ -33,3 +42,61 @@ class WallClock(pl.Callback):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.hours_before = float(state["hours"])
+
+
+class GracefulStop(pl.Callback):
+    """Ctrl-C or SIGTERM (a cluster's pre-emption) while fitting: the update in progress finishes, ``last.ckpt``
+    is written where the run's checkpoints go, and the process exits with 128 + the signal's number. Resuming
+    from that file goes on exactly where it stopped. A second Ctrl-C stops at once, saving nothing.
+
+    The checkpoint is written when the next batch would start: by then the trainer counts every batch before it
+    as done, and an update split into pieces (rollouts) is never cut in two.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        # After the trainer set its own SIGTERM handler (which stops at the end of a batch, an update cut in two
+        # for rollouts): ours replaces it until the fit ends, then the trainer puts back what was there before.
+        self.received = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {s: signal.getsignal(s) for s in self.SIGNALS}
+            for s in self.SIGNALS:
+                signal.signal(s, self.request)
+
+    def request(self, signum: int, frame: FrameType | None) -> None:
+        if self.received == signal.SIGINT and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # asked twice: stop now
+        self.received = signum
+        log.warning("%s received: stopping after the update in progress, then saving last.ckpt",
+                    signal.Signals(signum).name)  # fmt: skip
+
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
+        if self.received is None or (isinstance(batch, RolloutPiece) and batch.index != 0):
+            return
+        folder = Path(
+            trainer.checkpoint_callback.dirpath if trainer.checkpoint_callback else trainer.default_root_dir
+        )
+        path = folder / "last.ckpt"
+        trainer.save_checkpoint(path)
+        log.warning("stopped at step %d; saved %s: resume with ckpt_path=%s", trainer.global_step, path, path)
+        raise SystemExit(128 + self.received)
+
+    def on_fit_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        self.restore()
+        if self.received is not None:  # it came during the last validation: its checkpoints are written
+            raise SystemExit(128 + self.received)
+
+    def on_exception(self, trainer: pl.Trainer, module: pl.LightningModule, exception: BaseException) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+        self.previous = {}

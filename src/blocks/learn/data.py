@@ -60,8 +60,10 @@ class EpochOrder(Sampler[int]):
     ``set_epoch`` before each epoch.
     """
 
-    def __init__(self, count: int, seed: int):
-        self.count, self.seed, self.epoch = count, seed, 0
+    def __init__(self, count: int, seed: int, resume_at: tuple[int, int] | None = None):
+        """``resume_at=(epoch, done)``: that epoch, when it comes, leaves out its first ``done`` items (already
+        trained on before a mid-epoch checkpoint); its length stays the epoch's, as the trainer counts it."""
+        self.count, self.seed, self.epoch, self.resume_at = count, seed, 0, resume_at
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -75,7 +77,10 @@ class EpochOrder(Sampler[int]):
             torch.empty((), dtype=torch.int64).random_(generator=generator)
             order = torch.randperm(self.count, generator=generator)
             torch.randperm(self.count, generator=generator)
-        return iter(order.tolist())
+        skip = 0
+        if self.resume_at is not None and self.resume_at[0] == self.epoch:
+            skip, self.resume_at = self.resume_at[1], None
+        return iter(order[skip:].tolist())
 
 
 def epoch_shard(count: int, per_rank: int, seed: int, epoch: int) -> np.ndarray:
@@ -285,6 +290,7 @@ class DemonstrationDataModule(BlocksDataModule):
     def __init__(self, batch_size: int = 32, first_step_only: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.batch_size = batch_size
+        self.resume_at: tuple[int, int] | None = None  # (epoch, batches done) of a mid-epoch checkpoint
         self.first_step_only = first_step_only
 
     @cached_property
@@ -303,12 +309,25 @@ class DemonstrationDataModule(BlocksDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
+        at = self.resume_at and (self.resume_at[0], self.resume_at[1] * self.batch_size)
         return DataLoader(
             self.steps,
             batch_size=self.batch_size,
-            sampler=EpochOrder(len(self.steps), self.seed),
+            sampler=EpochOrder(len(self.steps), self.seed, at),
             collate_fn=self.steps.collate,
         )
+
+    def state_dict(self) -> dict[str, int]:
+        """Where in its epoch a checkpoint was taken (batches completed), so that resuming goes on from there."""
+        trainer = self.trainer
+        if trainer is None or trainer.state.fn != TrainerFn.FITTING:
+            return {}
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        return {"epoch": int(trainer.current_epoch), "consumed": int(done)}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        if "epoch" in state:
+            self.resume_at = (int(state["epoch"]), int(state["consumed"]))
 
 
 # -- bandit: on-policy rollouts ------------------------------------------------------------------------------------

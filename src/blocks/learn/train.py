@@ -12,7 +12,7 @@ import pytorch_lightning as pl
 from omegaconf import DictConfig, OmegaConf
 
 from blocks import set_torch_threads
-from blocks.cli import accepted_keys, check_keys
+from blocks.cli import TRAIN_INTEGERS, accepted_keys, check_integers, check_keys
 from blocks.errors import CheckpointError, ConfigError
 from blocks.model.checkpoint import load_file, network_options
 
@@ -35,6 +35,7 @@ def check_config(cfg: DictConfig) -> None:
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         raise ConfigError(f"{', '.join(missing)}: required, no value given (see the config's comment)")
+    check_integers(cfg, TRAIN_INTEGERS)
     for key in cfg.get("requires") or []:  # an experiment's stage needs the one before it
         if OmegaConf.select(cfg, key) in (None, ""):
             experiment = _choice("experiment") or "this experiment"

@@ -8,7 +8,7 @@ instruction as ``tokens`` (ids padded with 0 to ``max_tokens``) and its ``length
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -23,10 +23,14 @@ from blocks.world.vector_env import Frames, VectorBlocksEnv
 class BlocksEnv(gym.Env):
     """One episode at a time over a list of tasks.
 
-    ``reset(seed=..., options={"index": i})`` starts task ``i`` (a seeded random task without it). Episodes
+    ``reset(seed=..., options={"index": i})`` starts task ``i`` (a seeded random task without it);
+    ``options={"instruction": "..."}`` gives the episode other words than the task's (the tokens in the
+    observation follow; it needs ``encode``, the text-to-ids map the builder's vocabulary gives). Episodes
     terminate at STOP and are truncated after ``horizon`` moves. ``info`` carries the task index, the distance
     error, whether the move failed, and the instruction's text when it was given.
     """
+
+    RESET_OPTIONS = ("index", "instruction")
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
@@ -42,6 +46,7 @@ class BlocksEnv(gym.Env):
         reward: RewardConfig | None = None,
         horizon: int = HORIZON,
         render_mode: str | None = "rgb_array",
+        encode: Callable[[str], Sequence[int]] | None = None,
     ):
         if not tasks:
             raise ValueError("BlocksEnv needs at least one task")
@@ -58,6 +63,8 @@ class BlocksEnv(gym.Env):
             ids = list(ids)[:max_tokens]  # the corpus's longest instruction has 77 tokens
             self.tokens[i, : len(ids)] = ids
             self.lengths[i] = max(len(ids), 1)
+        self.encode = encode
+        self.max_tokens = max_tokens
         self.render_mode = render_mode
         self.action_space = gym.spaces.Discrete(NUM_ACTIONS)
         self.observation_space = gym.spaces.Dict(
@@ -70,29 +77,53 @@ class BlocksEnv(gym.Env):
         )
         self._world = VectorBlocksEnv(reward=reward, horizon=horizon, render_frames=render_frames)
         self.index = 0
+        self._words: tuple[str, np.ndarray, int] | None = None  # (text, tokens, length) given at reset
 
     def _image(self) -> np.ndarray:
         return np.ascontiguousarray(self._world.frames[0].transpose(1, 2, 0))
 
     def _observation(self) -> dict[str, Any]:
+        tokens, length = (
+            (self._words[1], self._words[2])
+            if self._words
+            else (self.tokens[self.index], self.lengths[self.index])
+        )
         return {
             "image": self._image(),
-            "tokens": self.tokens[self.index].copy(),
-            "length": self.lengths[self.index : self.index + 1].copy(),
+            "tokens": tokens.copy(),
+            "length": np.array([length], np.int64),
             "previous_action": int(self._world.previous_action[0]) + 1,
         }
 
     def _info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"index": self.index, "error": float(self._world.error[0])}
-        if self.instructions is not None:
+        if self._words is not None:
+            info["instruction"] = self._words[0]
+        elif self.instructions is not None:
             info["instruction"] = self.instructions[self.index]
         return info
+
+    def _encoded(self, text: object) -> tuple[str, np.ndarray, int]:
+        if not isinstance(text, str):
+            raise ValueError(f"options['instruction'] must be a string, got {text!r}")
+        if self.encode is None:
+            raise ValueError("options['instruction']: this environment has no vocabulary to encode words with "
+                             "(build it with encode=..., as blocks.gym.make_env does)")  # fmt: skip
+        ids = list(self.encode(text))[: self.max_tokens]
+        tokens = np.zeros(self.max_tokens, np.int64)
+        tokens[: len(ids)] = ids
+        return text, tokens, max(len(ids), 1)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict]:
         super().reset(seed=seed)
-        if options and "index" in options:
+        options = options or {}
+        unknown = sorted(set(options) - set(self.RESET_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; BlocksEnv takes {list(self.RESET_OPTIONS)}")
+        self._words = self._encoded(options["instruction"]) if "instruction" in options else None
+        if "index" in options:
             index = int(options["index"])
             if not 0 <= index < len(self.tasks):
                 raise IndexError(f"task index {index} out of range [0, {len(self.tasks)})")
