@@ -533,7 +533,9 @@ def test_a_run_stopped_after_an_epoch_and_resumed_ends_with_the_same_weights(kin
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
 
 
-@pytest.mark.parametrize("kind, signum", [("supervised", "SIGINT"), ("bandit", "SIGTERM"), ("bandit", "SIGINT")])
+@pytest.mark.parametrize(
+    "kind, signum", [("supervised", "SIGINT"), ("bandit", "SIGTERM"), ("bandit", "SIGINT")]
+)
 def test_an_interrupt_saves_last_ckpt_and_the_resumed_run_ends_as_one_never_stopped(kind, signum, corpus_root,
                                                                                      tmp_path):  # fmt: skip
     """Ctrl-C, or a cluster's SIGTERM, in the middle of an epoch (and of a rollout's update): the update finishes,
@@ -573,6 +575,8 @@ def test_an_interrupt_saves_last_ckpt_and_the_resumed_run_ends_as_one_never_stop
     assert stopped.value.code == 128 + getattr(signal, signum)
     assert signal.getsignal(signal.SIGINT) is before  # the handlers are given back
     last = torch.load(tmp_path / "stopped" / "last.ckpt", weights_only=True)
-    assert last["epoch"] == 0 and last["global_step"] == (3 if kind == "supervised" else 2)  # whole updates only
+    assert last["epoch"] == 0 and last["global_step"] == (
+        3 if kind == "supervised" else 2
+    )  # whole updates only
     resumed = fit(tmp_path / "stopped", ckpt_path=str(tmp_path / "stopped" / "last.ckpt"))
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
