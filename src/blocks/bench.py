@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable
 
@@ -151,6 +152,53 @@ def _no_textures() -> bool:
     return False
 
 
+def network_floor(batch: int, device: str, seconds: float = 2.0) -> dict[str, float]:
+    """The paper's network alone on ``batch`` random 15 x 120 x 120 stacks (10-word instructions) on ``device``:
+    forward frames/s (no gradient, as in a rollout) and forward + backward + Adam frames/s (an update). What a
+    training step could reach if the data, the world and the trainer cost nothing: the yardstick the training
+    figures are read against, measured in the same run on the same device and threads."""
+    import torch
+
+    from blocks.model.policy import PolicyNetwork
+
+    torch.manual_seed(0)
+    network = PolicyNetwork(vocab_size=1100).to(device)
+    optimizer = torch.optim.Adam(network.parameters(), lr=1e-4)
+    images = torch.randint(0, 256, (batch, 15, 120, 120), dtype=torch.uint8, device=device)
+    tokens = torch.randint(2, 1100, (batch, 10), device=device)
+    lengths = torch.full((batch,), 10, device=device)
+    previous = torch.randint(-1, 81, (batch,), device=device)
+    block = torch.randint(0, 20, (batch,), device=device)
+    direction = torch.randint(0, 5, (batch,), device=device)
+
+    def synchronise() -> None:
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize(device)
+
+    def forward() -> int:
+        with torch.no_grad():
+            network(images, network.encode_instruction(tokens, lengths), previous)
+        synchronise()
+        return batch
+
+    def update() -> int:
+        distribution = network(images, network.encode_instruction(tokens, lengths), previous)
+        loss = -distribution.log_prob_parts(block, direction).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        synchronise()
+        return batch
+
+    forward_rate, update_rate = _rate(forward, seconds), _rate(update, seconds)
+    return {
+        "floor_forward_frames_per_s": forward_rate,
+        "floor_update_frames_per_s": update_rate,
+        # A bandit frame is one forward in its rollout and one forward + backward + Adam in its update.
+        "floor_bandit_frames_per_s": 1 / (1 / forward_rate + 1 / update_rate),
+    }
+
+
 def bench_train(
     batch: int = 32,
     seconds: float = 2.0,
@@ -161,7 +209,7 @@ def bench_train(
     accelerator: str = "auto",
     chunks_per_update: int | None = None,
     spo: bool = False,
-) -> dict[str, float]:
+) -> dict[str, float | str]:
     """Frames per second of whole training steps, through Lightning's Trainer, for both learners.
 
     Supervised: rendering the 5-frame contexts of demonstration pairs, forward, backward, Adam. Bandit: rolling
@@ -207,7 +255,7 @@ def bench_train(
     torch.manual_seed(0)
     devices: list[torch.device] = []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {batch}, 120x120")
-    figures = {}
+    figures: dict[str, float | str] = {}
     if not skip_supervised:
         supervised_data = DemonstrationDataModule(batch_size=batch, seed=0)
         supervised_rate = run(
@@ -248,6 +296,16 @@ def bench_train(
         f"{bandit_data.chunks_per_update} chunks each)"
     )
     figures |= {"bandit_frames_per_s": bandit_rate}
+    floor = network_floor(batch, str(device), seconds)
+    figures |= floor | {"device": str(device)}
+    print(f"the network alone on {device}: forward {floor['floor_forward_frames_per_s']:,.0f} frames/s, forward + "
+          f"backward + Adam {floor['floor_update_frames_per_s']:,.0f}, so a bandit frame (both) at most "
+          f"{floor['floor_bandit_frames_per_s']:,.0f}")  # fmt: skip
+    if "supervised_frames_per_s" in figures:
+        figures["supervised_share_of_floor"] = figures["supervised_frames_per_s"] / floor["floor_update_frames_per_s"]
+        print(f"supervised at {figures['supervised_share_of_floor']:.0%} of its floor (forward + backward + Adam)")
+    figures["bandit_share_of_floor"] = bandit_rate / floor["floor_bandit_frames_per_s"]
+    print(f"bandit at {figures['bandit_share_of_floor']:.0%} of its floor (one forward and one update a frame)")
     if device.type == "cuda":
         figures["bandit_peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
         print(f"peak GPU memory during the bandit: {figures['bandit_peak_gpu_memory_gib']:.2f} GiB")
@@ -277,7 +335,7 @@ def bench_train(
 BENCHMARKS = {"env": bench_env, "train": bench_train}
 
 
-def main(argv: list[str] | None = None) -> dict[str, float]:
+def main(argv: list[str] | None = None) -> dict[str, float | str]:
     parser = argparse.ArgumentParser(prog="python -m blocks.bench", description=__doc__)
     parser.add_argument("which", choices=sorted(BENCHMARKS))
     parser.add_argument("--seconds", type=float, default=2.0, help="time spent on each figure")
@@ -305,8 +363,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             "batch": args.batch, "simulator": args.simulator, "accelerator": args.accelerator,
             "chunks_per_update": args.chunks_per_update, "spo": args.spo,
         }  # fmt: skip
-    figures = BENCHMARKS[args.which](seconds=args.seconds, **options)
-    print(json.dumps({k: round(v, 2) for k, v in figures.items()}))
+    from blocks.errors import UsageError
+
+    try:
+        figures = BENCHMARKS[args.which](seconds=args.seconds, **options)
+    except UsageError as error:  # no corpus, a bad value: one line, as the other commands
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    import torch
+
+    setting = {"torch": torch.__version__, "threads": torch.get_num_threads()}
+    print(json.dumps(setting | {k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}))
     return figures
 
 

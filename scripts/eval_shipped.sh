@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Every shipped checkpoint evaluated on dev (one torch thread, niced below training runs): scripts/eval_shipped.sh [out]
+set -u
+cd "$(dirname "$0")/.."
+source .venv/bin/activate  # make install
+export BLOCKS_TORCH_THREADS=1
+out=${1:-logs/release-world/eval}
+run() {  # name, then eval.py overrides
+  local name=$1; shift
+  [ -f "$out/$name/metrics.json" ] && return
+  nice -n 10 python eval.py split=dev progress=false "hydra.run.dir=$out/$name" "$@" > "$out/$name.log" 2>&1
+}
+mkdir -p $out
+run stop agent=stop
+run random agent=random
+run demonstrations agent=demonstrations
+run bandit agent=policy ckpt_path=checkpoints/bandit.ckpt
+run supervised agent=policy ckpt_path=checkpoints/supervised.ckpt
+for s in 42 1 2; do
+  run approach_seed$s agent=policy ckpt_path=checkpoints/paper/approach_seed$s.ckpt
+  run supervised_seed$s agent=policy ckpt_path=checkpoints/paper/supervised_seed$s.ckpt
+  run reinforce_seed$s agent=policy ckpt_path=checkpoints/paper/reinforce_seed$s.ckpt
+  run dqn_seed$s agent=policy ckpt_path=checkpoints/paper/dqn_seed$s.ckpt
+done
+for m in approach supervised reinforce dqn; do
+  run ${m}_ensemble agent=policy "ckpt_path=[checkpoints/paper/${m}_seed42.ckpt,checkpoints/paper/${m}_seed1.ckpt,checkpoints/paper/${m}_seed2.ckpt]"
+done
+run bandit_ensemble agent=policy "ckpt_path=[$(ls checkpoints/bandit_ensemble/*.ckpt | paste -sd,)]"
+run oracle_planner agent=oracle_planner ckpt_path=checkpoints/oracle_planner.ckpt
+run distill agent=policy ckpt_path=checkpoints/distill.ckpt
+run read_and_plan agent=read_and_plan agent.reader=checkpoints/board_reader.ckpt agent.goal=checkpoints/goal_predictor.ckpt
+run spo agent=policy ckpt_path=checkpoints/spo.ckpt
