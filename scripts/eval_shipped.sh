@@ -8,7 +8,7 @@ out=${1:-logs/release-world/eval}
 run() {  # name, then eval.py overrides
   local name=$1; shift
   [ -f "$out/$name/metrics.json" ] && return
-  nice -n 10 python eval.py split=dev progress=false "hydra.run.dir=$out/$name" "$@" > "$out/$name.log" 2>&1
+  nice -n "${NICE:-10}" python eval.py split=dev progress=false "hydra.run.dir=$out/$name" "$@" > "$out/$name.log" 2>&1
 }
 mkdir -p $out
 run stop agent=stop

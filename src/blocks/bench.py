@@ -302,10 +302,16 @@ def bench_train(
           f"backward + Adam {floor['floor_update_frames_per_s']:,.0f}, so a bandit frame (both) at most "
           f"{floor['floor_bandit_frames_per_s']:,.0f}")  # fmt: skip
     if "supervised_frames_per_s" in figures:
-        figures["supervised_share_of_floor"] = figures["supervised_frames_per_s"] / floor["floor_update_frames_per_s"]
-        print(f"supervised at {figures['supervised_share_of_floor']:.0%} of its floor (forward + backward + Adam)")
+        figures["supervised_share_of_floor"] = (
+            figures["supervised_frames_per_s"] / floor["floor_update_frames_per_s"]
+        )
+        print(
+            f"supervised at {figures['supervised_share_of_floor']:.0%} of its floor (forward + backward + Adam)"
+        )
     figures["bandit_share_of_floor"] = bandit_rate / floor["floor_bandit_frames_per_s"]
-    print(f"bandit at {figures['bandit_share_of_floor']:.0%} of its floor (one forward and one update a frame)")
+    print(
+        f"bandit at {figures['bandit_share_of_floor']:.0%} of its floor (one forward and one update a frame)"
+    )
     if device.type == "cuda":
         figures["bandit_peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
         print(f"peak GPU memory during the bandit: {figures['bandit_peak_gpu_memory_gib']:.2f} GiB")

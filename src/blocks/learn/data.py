@@ -83,6 +83,18 @@ class EpochOrder(Sampler[int]):
         return iter(order[skip:].tolist())
 
 
+class PositionedLoader(DataLoader):
+    """A loader whose place in its epoch the data module's checkpoint state holds (``StreamState``, or
+    ``DemonstrationDataModule.state_dict``), so that a run resumed mid-epoch goes on exactly. Saying so (the
+    ``state_dict`` interface, with nothing of its own to save) keeps the trainer from warning that it may not."""
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
 def epoch_shard(count: int, per_rank: int, seed: int, epoch: int) -> np.ndarray:
     """This rank's ``per_rank`` indices of ``count`` items for ``epoch``: a permutation shared by all ranks, dealt
     round-robin and wrapped around, so that every rank gets the same number (no rank waits for another)."""
@@ -310,7 +322,7 @@ class DemonstrationDataModule(BlocksDataModule):
 
     def train_dataloader(self) -> DataLoader:
         at = self.resume_at and (self.resume_at[0], self.resume_at[1] * self.batch_size)
-        return DataLoader(
+        return PositionedLoader(
             self.steps,
             batch_size=self.batch_size,
             sampler=EpochOrder(len(self.steps), self.seed, at),
@@ -520,7 +532,7 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         self.stream.oracle_rollin = oracle_rollin
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(self.stream, batch_size=None, collate_fn=_identity)
+        return PositionedLoader(self.stream, batch_size=None, collate_fn=_identity)
 
 
 def _identity(batch: RolloutPiece) -> RolloutPiece:
@@ -613,4 +625,4 @@ class EpisodeDataModule(StreamState, BlocksDataModule):
         return steps.collate([steps[i] for i in range(len(steps))])
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(self.stream, batch_size=None)
+        return PositionedLoader(self.stream, batch_size=None)
