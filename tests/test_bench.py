@@ -20,12 +20,12 @@ def test_the_network_floor_is_measured_and_bounds_a_bandit_frame():
 
 
 def test_the_training_benchmark_without_the_corpus_is_one_line_and_status_2(tmp_path, monkeypatch, capsys):
+    import urllib.error
+    import urllib.request
+
     import pytest
 
     from blocks.bench import main
-
-    import urllib.error
-    import urllib.request
 
     def offline(*args, **kwargs):
         raise urllib.error.URLError("no network here")
