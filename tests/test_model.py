@@ -83,9 +83,19 @@ def test_padding_does_not_change_the_instruction_encoding():
     )
 
 
-def test_initialisation_follows_the_release_code():
+def test_the_appendix_initialisation_reads_its_numbers_as_variances():
     torch.manual_seed(0)
-    net = PolicyNetwork(vocab_size=2000)
+    net = PolicyNetwork(vocab_size=2000)  # the default
+    assert abs(net.image_encoder.convs[0].weight.std().item() - 0.88 * math.sqrt(0.005)) < 0.003
+    assert abs(net.image_encoder.project.weight.std().item() - 0.88 * math.sqrt(0.004)) < 0.003
+    assert abs(net.lstm.weight_hh_l0.std().item() - 0.01) < 0.001 and net.lstm.bias_ih_l0.abs().max() == 0
+    with pytest.raises(ConfigError, match="network.init='tf'"):
+        PolicyNetwork(vocab_size=20, init="tf")
+
+
+def test_the_release_initialisation_follows_the_release_code():
+    torch.manual_seed(0)
+    net = PolicyNetwork(vocab_size=2000, init="release")
     # Standard deviations 0.005 and 0.004 as the release's code passes them (the appendix's "variance" would be
     # 0.07 and 0.063), truncated at two of them as TensorFlow's truncated_normal.
     for conv in net.image_encoder.convs:
@@ -108,11 +118,10 @@ def test_initialisation_follows_the_release_code():
     assert not torch.equal(before, net.direction_head.weight) and net.direction_head.bias.abs().max() == 0
 
 
-def test_at_initialisation_the_network_hears_the_words_louder_than_it_sees(renderer):
-    # With the release's scales the image embedding starts orders of magnitude smaller than the instruction's
-    # (the variances of the appendix made it 270 times larger than the text's).
+def test_from_the_release_initialisation_the_network_hears_the_words_louder_than_it_sees(renderer):
+    # With the release's scales the image embedding starts orders of magnitude smaller than the instruction's.
     torch.manual_seed(0)
-    net = PolicyNetwork(vocab_size=50)
+    net = PolicyNetwork(vocab_size=50, init="release")
     rng = np.random.default_rng(0)
     boards = [rng.uniform(-1, 1, (8, 2)) for _ in range(8)]
     pictures = np.stack([renderer.render_board(b, False) for b in boards])

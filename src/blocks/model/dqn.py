@@ -30,9 +30,11 @@ class QNetwork(PolicyNetwork):
         direction_embedding_dim: int = 24,
         hidden_dim: int = 120,
         use_previous_action: bool = True,
+        init: str = "appendix",
     ):
         super().__init__(vocab_size, image_size, frames, word_dim, text_dim, image_dim, conv_channels,
-                         block_embedding_dim, direction_embedding_dim, hidden_dim, use_previous_action)  # fmt: skip
+                         block_embedding_dim, direction_embedding_dim, hidden_dim, use_previous_action,
+                         init=init)  # fmt: skip
         del self.block_head, self.direction_head  # the task-specific part the paper replaces
         self.q_head = nn.Linear(hidden_dim, NUM_ACTIONS)
         nn.init.normal_(self.q_head.weight, std=0.01)

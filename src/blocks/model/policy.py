@@ -21,12 +21,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from blocks.errors import ConfigError
 from blocks.model.distribution import FactoredActionDistribution
 from blocks.model.goal_map import GoalMap
 from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS, NUM_DIRECTIONS, STOP
 
 GOAL_OUTPUTS = 4  # goal x, z and offset x, z of the moved block
 UNKNOWN_WORD = 1  # the vocabulary's ids: 0 pads, 1 is a word never seen in training (blocks.corpus.text)
+INITIALISATIONS = (
+    "appendix",
+    "release",
+)  # the paper's numbers read as variances, or as the release's code ran them
 
 
 def _truncated_normal(weight: torch.Tensor, std: float) -> None:
@@ -121,8 +126,12 @@ class PolicyNetwork(nn.Module):
         use_previous_action: bool = True,
         goal_head: bool = False,
         goal_map: bool = False,
+        init: str = "appendix",
     ):
         super().__init__()
+        if init not in INITIALISATIONS:
+            raise ConfigError(f"network.init={init!r}: one of {', '.join(INITIALISATIONS)}")
+        self.init = init
         self.frames = frames
         self.use_previous_action = use_previous_action
         self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
@@ -146,25 +155,26 @@ class PolicyNetwork(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """The initialisation the release's code ran (docs/environment.md section 9).
+        """The paper's initialisation, in one of two readings (``init``; docs/environment.md section 9).
 
-        The paper's appendix gives 0.005 and 0.004 as variances, but the release's code passes them to TensorFlow
-        as standard deviations; with the variances the filters start 14-16 times larger and the first layers
-        read the pictures far more loudly than the words. The LSTM is TensorFlow's ``BasicLSTMCell`` as built
-        there: Glorot-uniform weights over the joint [input, hidden] kernel, zero biases and a forget bias of 1.
-        Padding and the unknown word embed as zero vectors.
+        ``appendix`` (the default) reads the appendix's 0.005 and 0.004 as variances of the convolutions and the
+        pictures' linear layer, the LSTM N(0, 0.01). ``release`` is what the release's code ran: 0.005 and 0.004
+        as standard deviations (14 and 16 times smaller), TensorFlow's ``BasicLSTMCell`` (Glorot-uniform over the
+        joint [input, state] kernel, zero biases, a forget bias of 1), padding and the unknown word zero. From
+        ``release`` the picture path dies within one epoch of SUPERVISED here (no convolution of the third layer
+        ever active again): docs/experiments/release-fidelity.md.
         """
+        release = self.init == "release"
+        conv_std, project_std = (0.005, 0.004) if release else (math.sqrt(0.005), math.sqrt(0.004))
         for module in self.modules():
             if isinstance(module, nn.Conv2d):
-                _truncated_normal(module.weight, 0.005)
+                _truncated_normal(module.weight, conv_std)
                 nn.init.zeros_(module.bias)
             elif isinstance(module, nn.Linear):
                 nn.init.normal_(module.weight, std=0.01)
                 nn.init.zeros_(module.bias)
-        _truncated_normal(self.image_encoder.project.weight, 0.004)
+        _truncated_normal(self.image_encoder.project.weight, project_std)
         nn.init.normal_(self.word_embedding.weight, std=1.0)
-        with torch.no_grad():
-            self.word_embedding.weight[[0, UNKNOWN_WORD]] = 0.0
         size = self.lstm.hidden_size
         limit = math.sqrt(
             6.0 / (self.lstm.input_size + size + 4 * size)
@@ -172,10 +182,14 @@ class PolicyNetwork(nn.Module):
         for name, parameter in self.lstm.named_parameters():
             if "bias" in name:
                 nn.init.zeros_(parameter)
-            else:
+            elif release:
                 nn.init.uniform_(parameter, -limit, limit)
-        with torch.no_grad():
-            self.lstm.bias_ih_l0[size : 2 * size] = 1.0  # torch's gate order i, f, g, o: the forget gate
+            else:
+                nn.init.normal_(parameter, std=0.01)
+        if release:
+            with torch.no_grad():
+                self.word_embedding.weight[[0, UNKNOWN_WORD]] = 0.0
+                self.lstm.bias_ih_l0[size : 2 * size] = 1.0  # torch's gate order i, f, g, o: the forget gate
         for name in (
             "block_embedding",
             "direction_embedding",

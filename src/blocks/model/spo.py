@@ -37,8 +37,10 @@ class SPONetwork(PolicyNetwork):
         direction_embedding_dim: int = 24,
         hidden_dim: int = 120,
         text_block_head: bool = True,
+        init: str = "appendix",
     ):
         nn.Module.__init__(self)
+        self.init = init
         self.frames = frames
         self.hidden_dim = hidden_dim
         self.text_block_head = text_block_head
