@@ -84,7 +84,7 @@ class GracefulStop(pl.Callback):
             trainer.checkpoint_callback.dirpath if trainer.checkpoint_callback else trainer.default_root_dir
         )
         path = folder / "last.ckpt"
-        trainer.save_checkpoint(path)
+        trainer.save_checkpoint(path, weights_only=False)  # the whole state: optimizer, loops, data position
         log.warning("stopped at step %d; saved %s: resume with ckpt_path=%s", trainer.global_step, path, path)
         raise SystemExit(128 + self.received)
 
