@@ -2,7 +2,7 @@
 # The GPU rollout path (data.simulator=torch) on a GPU machine, every figure written to OUTPUT_DIR as it comes,
 # the headline figures first (a command cut off at its time limit keeps what it measured):
 #   1. the bandit's training frames/s with torch rollouts at growing batches (python -m blocks.bench train
-#      --simulator torch), 16 episodes per update in one backward pass, and the peak GPU memory at each;
+#      --simulator torch), one update per rollout in one backward pass, and the peak GPU memory at each;
 #   2. the same machine's numpy path at batch 32 (today's default), supervised and bandit, for the speed-up;
 #   3. SPO (model=spo) with torch rollouts of 256 examples a batch;
 #   4. the torch world against the numpy reference on the GPU (tests/test_tensor_world.py runs cuda cases too);
@@ -32,10 +32,10 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>
 nproc >> "$out/device.txt"
 for batch in ${BATCHES:-512 1024 2048 128}; do
     step "train_torch_$batch" "$python" -m blocks.bench train --skip-supervised --seconds "$seconds" --accelerator "$accelerator" \
-        --simulator torch --batch "$batch" --episodes-per-update 16 --chunks-per-update 1
+        --simulator torch --batch "$batch" --chunks-per-update 1
 done
 step train_numpy_32 "$python" -m blocks.bench train --seconds "$seconds" --accelerator "$accelerator"
 step train_spo_256 "$python" -m blocks.bench train --skip-supervised --spo --seconds "$seconds" --accelerator "$accelerator" \
-    --simulator torch --batch 256 --episodes-per-update 16 --chunks-per-update 1
+    --simulator torch --batch 256 --chunks-per-update 1
 step tests "$python" -m pytest -q -p no:cacheprovider tests/test_tensor_world.py
 step env "$python" -m blocks.bench env --seconds 5
