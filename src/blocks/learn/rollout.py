@@ -74,9 +74,10 @@ class RolloutChunk:
 class PendingRollout:
     """A rollout that is sampled when its first piece is trained on, inside the training step.
 
-    The trainer asks its loader for the next batch before it trains on the current one (a prefetch); sampling
-    there would roll out with the weights from before the update in progress. Sampled here instead, every update
-    learns from episodes that the weights it changes sampled. ``sampled_by`` is the optimizer step count of
+    A trainer may ask its loader for the next batch before it trains on the current one (Lightning prefetches
+    from loaders of unknown length); sampling there would roll out with the weights from before the update in
+    progress. Sampled here instead, every update learns from episodes that the weights it changes sampled,
+    whatever the loader does. ``sampled_by`` is the optimizer step count of
     those weights, for checks.
     """
 
