@@ -177,7 +177,7 @@ def test_stream_state_resumes_where_it_stopped(corpus_root):
 
     def resolved(pieces):
         """The chunks of the stream's pieces, each rollout sampled when its first piece is asked for."""
-        return [piece.pending.piece(piece.index, torch.device("cpu"), 0) for piece in pieces]
+        return [piece.pending.piece(piece.index, torch.device("cpu")) for piece in pieces]
 
     first = fresh()
     batches = resolved(first.train_dataloader())  # 3 rollouts of 2 episodes, 2 chunks each

@@ -103,6 +103,14 @@ def epoch_shard(count: int, per_rank: int, seed: int, epoch: int) -> np.ndarray:
     return np.resize(order, per_rank * world)[rank::world]
 
 
+def batches_done(trainer: pl.Trainer | None) -> int | None:
+    """Batches of the current epoch whose step completed, while fitting (None otherwise): what a checkpoint
+    taken now has trained on, however far the loader has already read ahead."""
+    if trainer is None or trainer.state.fn != TrainerFn.FITTING:
+        return None
+    return int(trainer.fit_loop.epoch_loop.batch_progress.current.completed)
+
+
 class StreamState:
     """Checkpointing of a data module's ``stream``: its epoch and the batches of it already trained on.
 
@@ -111,11 +119,8 @@ class StreamState:
     """
 
     def state_dict(self) -> dict[str, int]:
-        consumed = self.stream.consumed
-        trainer = self.trainer
-        if trainer is not None and trainer.state.fn == TrainerFn.FITTING:
-            consumed = trainer.fit_loop.epoch_loop.batch_progress.current.completed
-        return {"epoch": self.stream.epoch, "consumed": int(consumed)}
+        done = batches_done(self.trainer)
+        return {"epoch": self.stream.epoch, "consumed": int(self.stream.consumed if done is None else done)}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         self.stream.epoch = int(state["epoch"])
@@ -331,11 +336,8 @@ class DemonstrationDataModule(BlocksDataModule):
 
     def state_dict(self) -> dict[str, int]:
         """Where in its epoch a checkpoint was taken (batches completed), so that resuming goes on from there."""
-        trainer = self.trainer
-        if trainer is None or trainer.state.fn != TrainerFn.FITTING:
-            return {}
-        done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
-        return {"epoch": int(trainer.current_epoch), "consumed": int(done)}
+        done = batches_done(self.trainer)
+        return {} if done is None else {"epoch": int(self.trainer.current_epoch), "consumed": done}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         if "epoch" in state:

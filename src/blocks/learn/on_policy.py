@@ -105,7 +105,7 @@ class RolloutLearner(PolicyLearner):
         (a chunk of a rollout already in hand passes as it is)."""
         if isinstance(piece, RolloutChunk):
             return piece
-        return piece.pending.piece(piece.index, self.device, self.global_step)
+        return piece.pending.piece(piece.index, self.device)
 
     def training_step(self, piece: RolloutPiece | RolloutChunk, batch_idx: int) -> torch.Tensor:
         chunk = self.resolve(piece)

@@ -77,8 +77,7 @@ class PendingRollout:
     A trainer may ask its loader for the next batch before it trains on the current one (Lightning prefetches
     from loaders of unknown length); sampling there would roll out with the weights from before the update in
     progress. Sampled here instead, every update learns from episodes that the weights it changes sampled,
-    whatever the loader does. ``sampled_by`` is the optimizer step count of
-    those weights, for checks.
+    whatever the loader does.
     """
 
     def __init__(self, collect: Callable[[], Rollout], updates: int, chunks_per_update: int):
@@ -86,15 +85,13 @@ class PendingRollout:
         self.updates = updates
         self.chunks_per_update = chunks_per_update
         self._pieces: list[RolloutChunk] | None = None
-        self.sampled_by: int | None = None
 
     def __len__(self) -> int:
         return self.updates * self.chunks_per_update
 
-    def piece(self, index: int, device: torch.device, optimizer_steps: int) -> RolloutChunk:
+    def piece(self, index: int, device: torch.device) -> RolloutChunk:
         """The ``index``-th backward pass of this rollout (sampling it first, on ``device``'s policy)."""
         if self._pieces is None:
-            self.sampled_by = optimizer_steps
             rollout = move_data_to_device(self._collect(), device)
             per_update = rollout.num_boards // self.updates
             self._pieces = [
@@ -104,6 +101,12 @@ class PendingRollout:
                     rollout, slice(u * per_update, (u + 1) * per_update), self.chunks_per_update
                 )
             ]
+        return self._pieces[index]
+
+    def sampled(self, index: int) -> RolloutChunk:
+        """The ``index``-th piece of a rollout already sampled (for callbacks that look after the step)."""
+        if self._pieces is None:
+            raise RuntimeError("this rollout is sampled by the training step: train on it first")
         return self._pieces[index]
 
 
@@ -124,9 +127,7 @@ class RolloutPiece:
     @property
     def chunk(self) -> RolloutChunk:
         """The frames of this piece, once the training step has sampled its rollout."""
-        if self.pending.sampled_by is None:
-            raise RuntimeError("this piece's rollout is sampled by the training step: train on it first")
-        return self.pending.piece(self.index, torch.device("cpu"), 0)
+        return self.pending.sampled(self.index)
 
 
 def split_update(rollout: Rollout, boards: slice, chunks: int) -> list[RolloutChunk]:
