@@ -7,7 +7,10 @@ Prints one JSON line:
   stand (start boards of the split; logo and digit boards apart) and how often it tells logos from digits;
 - block choice and goal, teacher-forced: the share of moved blocks the goal predictor names and the distance
   (block lengths) from its goal to the true one, reading the true positions, then reading the perceived ones;
-- the ceiling of execution: the demonstrations' own error (the planner ends on the grid cell nearest the goal).
+- with ``--agent`` (both checkpoints): the read-and-plan agent's own error on the split and what execution adds
+  to the teacher-forced goal error with the perceived positions (``execution_loss``), split by how the episode
+  went: stopped at once (the predictor unsure of the block), moved another block than the instruction's, had a
+  failed move, or none of these. Each part gives its share of episodes and its contribution to both means.
 Either checkpoint may be left out; its stages are then skipped.
 """
 
@@ -19,8 +22,10 @@ import json
 import numpy as np
 import torch
 
+from blocks.agents.reader import ReadAndPlanAgent
 from blocks.corpus.loader import SPLITS, load_split
 from blocks.corpus.text import Vocabulary
+from blocks.evaluate import run_episodes
 from blocks.learn.goal import goal_batch, goal_errors
 from blocks.learn.perception import board_batch, corpus_boards, location_accuracy
 from blocks.model.checkpoint import load_goal_predictor, load_reader
@@ -36,6 +41,9 @@ def main() -> None:
     parser.add_argument("--split", default="dev", choices=SPLITS)
     parser.add_argument("--root", default=None, help="corpus folder (default: $BLOCKS_DATA)")
     parser.add_argument("--limit", type=int, default=None, help="first N examples of the split")
+    parser.add_argument(
+        "--agent", action="store_true", help="also run the read-and-plan agent (both checkpoints)"
+    )
     args = parser.parse_args()
     torch.set_grad_enabled(False)
     examples = load_split(args.split, args.root)[: args.limit]
@@ -74,7 +82,38 @@ def main() -> None:
                 "goal_error_median": round(float(error.median()), 3),
                 "true_block_goal_error_mean": round(float(forced.mean()), 3),
             }
+        if args.agent and reader is not None:
+            _, error, _ = (torch.cat(p) for p in zip(*readings["perceived_positions"], strict=True))
+            agent = ReadAndPlanAgent.from_checkpoints(args.reader, args.goal)
+            record["agent"] = execution_loss(agent, examples, renderer, error.numpy())
     print(json.dumps(record))
+
+
+def execution_loss(
+    agent: ReadAndPlanAgent, examples: list, renderer: Renderer, goal_error: np.ndarray
+) -> dict[str, object]:
+    """The agent's error against the teacher-forced goal error (perceived positions), example by example."""
+    results = run_episodes(agent, examples, render_frames=renderer.render, progress=False)
+    error = np.array([r.error for r in results])
+    stopped = np.array([r.steps <= 1 for r in results])
+    failed = np.array([r.failed_moves > 0 for r in results]) & ~stopped
+    wrong = np.array([not r.right_block for r in results]) & ~stopped & ~failed
+    parts = {"stopped_at_once": stopped, "wrong_block": wrong, "failed_move": failed}
+    parts["rest"] = ~(stopped | wrong | failed)
+    n = len(results)
+    return {
+        "mean_error": round(float(error.mean()), 3),
+        "median_error": round(float(np.median(error)), 3),
+        "execution_loss": round(float(error.mean() - goal_error.mean()), 3),
+        "parts": {
+            name: {
+                "share": round(float(rows.mean()), 4),
+                "agent": round(float(error[rows].sum() / n), 3),
+                "teacher_forced": round(float(goal_error[rows].sum() / n), 3),
+            }
+            for name, rows in parts.items()
+        },
+    }
 
 
 if __name__ == "__main__":

@@ -172,3 +172,35 @@ def test_planning_many_tasks_in_processes_fills_the_cache_with_the_same_plans():
     assert len(cache) == 12
     for task in tasks:
         assert np.array_equal(cache(task).actions, plan(task, route="release").actions)
+
+
+def test_end_clearance_lets_the_path_end_beside_a_block_it_otherwise_keeps_away_from():
+    """The goal touches block 1 from the left. With clearance the path stops a cell short of it; with the end's
+    own clearance at zero the path keeps its distance on the way and still ends on the goal."""
+    side = 0.1524
+    start = np.array([[-1.06, 0.0], [0.0, 0.0]])  # the grid of block 0 has cells at x = -0.16 and -0.26
+    goal = np.array([[-0.156, 0.0], [0.0, 0.0]])  # just beyond the square test's reach of block 1
+    task = Task(start, goal)
+    clearance = 0.2 * side
+    assert np.allclose(plan(task).points[-1], [-0.16, 0.0])
+    assert np.allclose(plan(task, clearance=clearance).points[-1], [-0.26, 0.0])  # a cell short
+    ended = plan(task, clearance=clearance, end_clearance=0.0)
+    assert np.allclose(ended.points[-1], [-0.16, 0.0]) and ended.num_moves == 9
+    # Every cell but the last keeps the clearance.
+    assert not overlaps(ended.points[:-1], start[1:], 0.1524 + 0.002 + clearance).any()
+    with pytest.raises(ValueError, match="end_clearance"):
+        plan(task, clearance=0.01, end_clearance=0.02)
+
+
+def test_an_end_cell_is_never_passed_through():
+    """A cell only allowed as an end may not lie on the way: a goal behind a narrow gap is reached round it."""
+    side = 0.1524
+    # Blocks 1 and 2 stand 0.16 either side of x = 0: a block fits between them only without clearance.
+    start = np.array([[0.0, -0.6], [-0.16, 0.0], [0.16, 0.0]])
+    goal = np.array([[0.0, 0.6], [-0.16, 0.0], [0.16, 0.0]])
+    task = Task(start, goal)
+    straight = plan(task)
+    assert straight.num_moves == 12  # through the gap
+    around = plan(task, clearance=0.05 * side, end_clearance=0.0)
+    assert around.num_moves > 12 and np.allclose(around.points[-1], [0.0, 0.6])
+    assert not overlaps(around.points, start[1:], 0.1524 + 0.002 + 0.05 * side).any()

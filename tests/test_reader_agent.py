@@ -216,3 +216,19 @@ def test_an_ensemble_takes_the_median_goal(renderer, two_block_task):
     agent_.begin([two_block_task], instructions=["move"])
     agent_.act(observation)
     assert agent_.perceived["goal"][0] == pytest.approx([2.0 * 0.1524, 0.0])
+
+
+def test_stage_errors_splits_the_agents_error_by_how_each_episode_went(corpus_root, renderer):
+    """With a true reading and the goal given exactly, execution adds only the grid: the parts add up to the
+    agent's mean, and no episode stops at once, fails a move or moves another block."""
+    from blocks.corpus.loader import load_split
+    from tests.test_checkpoints_and_tools import _script
+
+    examples = load_split("dev", corpus_root)[:24]
+    figures = _script("stage_errors").execution_loss(agent(TruthfulAgent), examples, renderer, np.zeros(24))
+    parts = figures["parts"]
+    assert parts["rest"]["share"] == 1.0 and parts["rest"]["teacher_forced"] == 0.0
+    assert (
+        figures["execution_loss"] == figures["mean_error"] == pytest.approx(parts["rest"]["agent"], abs=1e-3)
+    )
+    assert 0.0 < figures["mean_error"] < 0.6  # the demonstrations' own error on dev is 0.35

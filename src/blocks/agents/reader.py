@@ -37,18 +37,24 @@ class ReadAndPlanAgent(Agent):
         predictor: GoalPredictor | Sequence[GoalPredictor],
         vocabulary: Vocabulary | Sequence[str] | Sequence[Vocabulary | Sequence[str]],
         max_replans: int = 6,
-        min_block_probability: float = 0.9,
-        clearance: float = 0.2,
-        clearance_step: float = 0.3,
+        min_block_probability: float = 0.95,
+        clearance: float = 0.1,
+        clearance_step: float = 0.05,
+        end_clearance: float | None = 0.0,
     ):
         """``min_block_probability``: below it the agent stops at once instead of moving a block it is unsure of
         (moving the wrong block adds its displacement to the error; stopping leaves the error as it was).
         ``clearance``: block lengths the first path keeps from the perceived blocks beyond what a collision needs;
         each failed move adds ``clearance_step``, so the next path goes round the misread block more widely.
+        ``end_clearance`` (default ``clearance``): the same for the path's last cell alone, which often touches
+        another block; failed moves add ``clearance_step`` to it too.
         Several goal predictors (with a vocabulary each) act as an ensemble: the mean of their block log-probabilities
         and the median of their goals."""
         self.min_block_probability = min_block_probability
         self.clearance, self.clearance_step = clearance, clearance_step
+        self.end_clearance = clearance if end_clearance is None else end_clearance
+        if not 0 <= self.end_clearance <= clearance:
+            raise ValueError("end_clearance must lie between 0 and clearance")
         self.reader = reader
         single = isinstance(predictor, GoalPredictor)
         self.predictors = [predictor] if single else list(predictor)
@@ -113,11 +119,13 @@ class ReadAndPlanAgent(Agent):
         positions, present = positions.cpu().numpy(), present.cpu().numpy()
         block, goal = block.cpu().numpy(), goal.cpu().numpy()
         for i, row in enumerate(rows):
-            clearance = (self.clearance + self.clearance_step * self.failures[row]) * BLOCK_SIDE
+            extra = self.clearance_step * self.failures[row]
+            clearance = (self.clearance + extra) * BLOCK_SIDE
+            end = (self.end_clearance + extra) * BLOCK_SIDE
             self.plans[row] = (
                 []
                 if unsure[i]
-                else self.plan_for(positions[i], present[i], int(block[i]), goal[i], clearance)
+                else self.plan_for(positions[i], present[i], int(block[i]), goal[i], clearance, end)
             )
             self.perceived.setdefault("positions", np.zeros((len(frames), MAX_BLOCKS, 2)))[row] = positions[i]
             self.perceived.setdefault("present", np.zeros((len(frames), MAX_BLOCKS), bool))[row] = present[i]
@@ -127,7 +135,12 @@ class ReadAndPlanAgent(Agent):
 
     @staticmethod
     def plan_for(
-        positions: np.ndarray, present: np.ndarray, block: int, goal: np.ndarray, clearance: float = 0.0
+        positions: np.ndarray,
+        present: np.ndarray,
+        block: int,
+        goal: np.ndarray,
+        clearance: float = 0.0,
+        end_clearance: float | None = None,
     ) -> list[int]:
         """The planner's moves of ``block`` to ``goal`` on the perceived board (labels not seen are parked far
         away), without its final STOP."""
@@ -139,7 +152,8 @@ class ReadAndPlanAgent(Agent):
         end[block] = goal
         if np.linalg.norm(goal - start[block]) <= 0.01:
             return []
-        return [int(a) for a in plan(Task(start, end), clearance=clearance).actions if a != STOP]
+        moves = plan(Task(start, end), clearance=clearance, end_clearance=end_clearance).actions
+        return [int(a) for a in moves if a != STOP]
 
     def act(self, observation: dict[str, np.ndarray]) -> np.ndarray:
         frames = observation["image"]

@@ -21,7 +21,8 @@ from torchmetrics import CatMetric
 from blocks.corpus.loader import Example
 from blocks.errors import ConfigError
 from blocks.learn.data import BlocksDataModule, EpochOrder
-from blocks.model.goal_predictor import GoalPredictor, goal_losses
+from blocks.learn.relabel import LabelWords, relabel
+from blocks.model.goal_predictor import GOAL_LOSSES, GoalPredictor, goal_losses
 from blocks.model.policy import pad_token_ids
 from blocks.world.geometry import BLOCK_SIDE
 from blocks.world.planner import moved_block
@@ -86,7 +87,7 @@ def goal_errors(
 
 
 class GoalLearner(pl.LightningModule):
-    """Cross-entropy of the moved block plus the smooth L1 of its goal."""
+    """Cross-entropy of the moved block plus the goal loss (``goal_loss``: smooth L1 or the distance itself)."""
 
     kind = "goal_predictor"
 
@@ -102,16 +103,26 @@ class GoalLearner(pl.LightningModule):
         block_loss_weight: float = 1.0,
         dropout: float = 0.1,
         translate: float = 4.0,
+        goal_loss: str = "smooth_l1",
+        relabel: float = 0.0,
     ):
         super().__init__()
-        if lr <= 0 or min(position_noise, block_loss_weight, translate) < 0 or not 0 <= dropout < 1:
+        if (
+            lr <= 0
+            or min(position_noise, block_loss_weight, translate) < 0
+            or not 0 <= dropout < 1
+            or not 0 <= relabel <= 1
+        ):
             raise ConfigError(
                 "model.lr must be positive, model.position_noise, model.block_loss_weight and model.translate >= 0, "
-                "model.dropout in [0, 1)"
+                "model.dropout in [0, 1), model.relabel in [0, 1]"
             )
+        if goal_loss not in GOAL_LOSSES:
+            raise ConfigError(f"model.goal_loss must be one of {GOAL_LOSSES}, not {goal_loss!r}")
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
         self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout)
+        self.label_words = LabelWords(vocabulary) if relabel else None
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -119,7 +130,10 @@ class GoalLearner(pl.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to
-        # ``translate`` block lengths, and every block jittered by ``position_noise``.
+        # ``translate`` block lengths, and every block jittered by ``position_noise``; with ``relabel``, the labels
+        # of a board's blocks exchanged, in the words too.
+        if self.label_words is not None:
+            batch = relabel(batch, self.label_words, self.hparams.relabel)
         shift = self.hparams.translate * (2 * torch.rand(len(batch["goal"]), 1, 2, device=self.device) - 1)
         positions = (
             batch["positions"] + shift + self.hparams.position_noise * torch.randn_like(batch["positions"])
@@ -127,7 +141,9 @@ class GoalLearner(pl.LightningModule):
         moved, goals, _ = self.predictor(
             batch["tokens"], batch["lengths"], positions, batch["present"], batch["logo"]
         )
-        block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0])
+        block_loss, goal_loss = goal_losses(
+            moved, goals, batch["block"], batch["goal"] + shift[:, 0], self.hparams.goal_loss
+        )
         loss = self.hparams.block_loss_weight * block_loss + goal_loss
         self.log_dict({"train/loss": loss, "train/block_loss": block_loss, "train/goal_loss": goal_loss},
                       batch_size=len(moved))  # fmt: skip

@@ -75,26 +75,35 @@ def moved_block(task: Task) -> int:
     return int(moved[0]) if len(moved) else 0
 
 
-def plan(task: Task, max_moves: int = HORIZON, route: str = "astar", clearance: float = 0.0) -> Demonstration:
+def plan(
+    task: Task,
+    max_moves: int = HORIZON,
+    route: str = "astar",
+    clearance: float = 0.0,
+    end_clearance: float | None = None,
+) -> Demonstration:
     """A* shortest path of the moved block to the reachable cell nearest its goal; ``route`` breaks ties.
 
     ``clearance`` (board units) keeps the path that much farther from the other blocks than a collision needs: an
-    agent planning on a board it perceived, with its small misplacements, plans with some.
+    agent planning on a board it perceived, with its small misplacements, plans with some. ``end_clearance``
+    (default: ``clearance``) applies to the last cell alone, which the path may enter but not leave: goals often
+    touch another block, and a path that must keep its clearance to the end stops a cell short of them.
     """
     check_route(route)
+    if end_clearance is not None and not 0 <= end_clearance <= clearance:
+        raise ValueError("end_clearance must lie between 0 and clearance")
     block = moved_block(task)
     origin = task.start[block]
     goal = task.goal[block]
     others = np.delete(task.start, block, axis=0)
     if route == "release":
-        if clearance:
+        if clearance or end_clearance:
             raise ValueError("the release's route plans without clearance")
         return _demonstration(block, origin, _release_search(origin, goal, others, max_moves), max_moves)
 
     grid = _grid(origin)
-    reach = COLLISION_REACH + clearance
-    blocked = (
-        overlaps(grid, others, reach).any(axis=-1) if len(others) else np.zeros(grid.shape[:2], dtype=bool)
+    blocked, last_only = _blocked(
+        grid, others, clearance, clearance if end_clearance is None else end_clearance
     )
     heuristic = np.linalg.norm(grid - goal, axis=-1)
 
@@ -126,9 +135,24 @@ def plan(task: Task, max_moves: int = HORIZON, route: str = "astar", clearance: 
             if g + 1 < moves.get(nxt, max_moves + 1):
                 moves[nxt] = g + 1
                 parent[nxt] = (cell, direction)
-                heapq.heappush(frontier, ((g + 1) * STEP + heuristic[nxt], next(tie), nxt))
+                if not last_only[nxt]:
+                    heapq.heappush(frontier, ((g + 1) * STEP + heuristic[nxt], next(tie), nxt))
+                elif heuristic[nxt] < best_gap:  # an end cell: never expanded, so judged as it is reached
+                    best, best_gap = nxt, heuristic[nxt]
 
     return _demonstration(block, origin, _path(parent, start, best), max_moves)
+
+
+def _blocked(
+    grid: np.ndarray, others: np.ndarray, clearance: float, end_clearance: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(cells no path may enter, cells a path may only end in) of ``grid`` around the ``others`` blocks."""
+    if not len(others):
+        empty = np.zeros(grid.shape[:2], dtype=bool)
+        return empty, empty
+    path = overlaps(grid, others, COLLISION_REACH + clearance).any(axis=-1)
+    end = overlaps(grid, others, COLLISION_REACH + end_clearance).any(axis=-1)
+    return path & end, path & ~end
 
 
 def _path(parent: dict[tuple[int, int], tuple[tuple[int, int], int]], start: tuple[int, int],
