@@ -5,7 +5,6 @@ from blocks.corpus.text import Vocabulary, tokenize
 from blocks.errors import ConfigError
 from blocks.learn.goal import GoalLearner
 from blocks.learn.relabel import LabelWords, relabel
-from blocks.model.goal_predictor import goal_losses
 from blocks.model.policy import pad_token_ids
 
 WORDS = Vocabulary(
@@ -75,18 +74,10 @@ def test_only_present_labels_are_exchanged():
     assert torch.equal(out["positions"][:, 8:], batch["positions"][:, 8:])
 
 
-def test_the_distance_loss_is_the_mean_euclidean_error_and_options_are_checked():
-    moved = torch.log_softmax(torch.zeros(2, 20), -1)
-    goals = torch.zeros(2, 20, 2)
-    true_goal = torch.tensor([[3.0, 4.0], [0.0, 1.0]])
-    _, loss = goal_losses(moved, goals, torch.tensor([0, 1]), true_goal, "distance")
-    assert loss.item() == pytest.approx(3.0)
-    with pytest.raises(ValueError, match="goal loss"):
-        goal_losses(moved, goals, torch.tensor([0, 1]), true_goal, "huber")
-    with pytest.raises(ConfigError, match="goal_loss"):
-        GoalLearner(WORDS.to_list(), goal_loss="huber")
+def test_the_relabelling_share_is_checked():
     with pytest.raises(ConfigError, match="relabel"):
         GoalLearner(WORDS.to_list(), relabel=1.5)
+    assert GoalLearner(WORDS.to_list()).label_words is None
 
 
 def test_labels_without_a_word_stay():

@@ -22,7 +22,7 @@ from blocks.corpus.loader import Example
 from blocks.errors import ConfigError
 from blocks.learn.data import BlocksDataModule, EpochOrder
 from blocks.learn.relabel import LabelWords, relabel
-from blocks.model.goal_predictor import GOAL_LOSSES, GoalPredictor, goal_losses
+from blocks.model.goal_predictor import GoalPredictor, goal_losses
 from blocks.model.policy import pad_token_ids
 from blocks.world.geometry import BLOCK_SIDE
 from blocks.world.planner import moved_block
@@ -87,7 +87,7 @@ def goal_errors(
 
 
 class GoalLearner(pl.LightningModule):
-    """Cross-entropy of the moved block plus the goal loss (``goal_loss``: smooth L1 or the distance itself)."""
+    """Cross-entropy of the moved block plus the smooth L1 of its goal."""
 
     kind = "goal_predictor"
 
@@ -103,7 +103,6 @@ class GoalLearner(pl.LightningModule):
         block_loss_weight: float = 1.0,
         dropout: float = 0.1,
         translate: float = 4.0,
-        goal_loss: str = "smooth_l1",
         relabel: float = 0.0,
     ):
         super().__init__()
@@ -117,8 +116,6 @@ class GoalLearner(pl.LightningModule):
                 "model.lr must be positive, model.position_noise, model.block_loss_weight and model.translate >= 0, "
                 "model.dropout in [0, 1), model.relabel in [0, 1]"
             )
-        if goal_loss not in GOAL_LOSSES:
-            raise ConfigError(f"model.goal_loss must be one of {GOAL_LOSSES}, not {goal_loss!r}")
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
         self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout)
@@ -141,9 +138,7 @@ class GoalLearner(pl.LightningModule):
         moved, goals, _ = self.predictor(
             batch["tokens"], batch["lengths"], positions, batch["present"], batch["logo"]
         )
-        block_loss, goal_loss = goal_losses(
-            moved, goals, batch["block"], batch["goal"] + shift[:, 0], self.hparams.goal_loss
-        )
+        block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0])
         loss = self.hparams.block_loss_weight * block_loss + goal_loss
         self.log_dict({"train/loss": loss, "train/block_loss": block_loss, "train/goal_loss": goal_loss},
                       batch_size=len(moved))  # fmt: skip
