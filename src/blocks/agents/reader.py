@@ -46,7 +46,7 @@ class ReadAndPlanAgent(Agent):
         (moving the wrong block adds its displacement to the error; stopping leaves the error as it was).
         ``clearance``: block lengths the first path keeps from the perceived blocks beyond what a collision needs;
         each failed move adds ``clearance_step``, so the next path goes round the misread block more widely.
-        ``end_clearance`` (default ``clearance``): the same for the path's last cell alone, which often touches
+        ``end_clearance`` (``None``: as ``clearance``): the same for the path's last cell alone, which often touches
         another block; failed moves add ``clearance_step`` to it too.
         Several goal predictors (with a vocabulary each) act as an ensemble: the mean of their block log-probabilities
         and the median of their goals."""
