@@ -91,6 +91,10 @@ def test_the_appendix_initialisation_reads_its_numbers_as_variances():
     assert abs(net.lstm.weight_hh_l0.std().item() - 0.01) < 0.001 and net.lstm.bias_ih_l0.abs().max() == 0
     with pytest.raises(ConfigError, match="network.init='tf'"):
         PolicyNetwork(vocab_size=20, init="tf")
+    from blocks.model.spo import SPONetwork
+
+    with pytest.raises(ConfigError, match="network.init='tf'"):  # its own constructor, the same check
+        SPONetwork(vocab_size=20, init="tf")
 
 
 def test_the_release_initialisation_follows_the_release_code():

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import torch
 
+from blocks.model.policy import pad_token_ids
 from blocks.world.geometry import MAX_BLOCKS
 
 # The corpus's spellings of each logo's name (first words; lower case, as tokenised), in LOGO_NAMES order.
@@ -94,11 +95,14 @@ class LabelWords:
                 self.logo_word[label] = index[known[0]]
         self.second = {index[w] for w in SECOND_WORDS if w in index}
         self.counts = {index[w] for w in COUNT_NOUNS if w in index}
+        self._named = {
+            logo: torch.tensor([label in names for label in range(MAX_BLOCKS)])
+            for logo, names in ((False, self.digit_word), (True, self.logo_word))
+        }
 
     def named(self, logo: bool) -> torch.Tensor:
         """``(20,)`` booleans: the labels with a word in the vocabulary (only these can be exchanged)."""
-        names = self.logo_word if logo else self.digit_word
-        return torch.tensor([label in names for label in range(MAX_BLOCKS)])
+        return self._named[logo]
 
     def rewrite(self, ids: Sequence[int], mapping: dict[int, int], logo: bool) -> list[int]:
         """``ids`` with every name of label ``a`` replaced by a name of ``mapping[a]`` (labels not in ``mapping``
@@ -153,12 +157,8 @@ def relabel(
             block[row] = mapping[int(block[row])]
             ids = words.rewrite(ids, mapping, bool(batch["logo"][row]))
         rewritten.append(ids)
-    width = max(len(ids) for ids in rewritten)
-    padded = torch.zeros(len(rewritten), width, dtype=tokens.dtype)
-    for row, ids in enumerate(rewritten):
-        padded[row, : len(ids)] = torch.tensor(ids, dtype=tokens.dtype)
-    lengths = torch.tensor([len(ids) for ids in rewritten], dtype=lengths.dtype)
+    padded, counts = pad_token_ids(rewritten)
     batch.update(
-        positions=positions, block=block, tokens=padded.to(tokens.device), lengths=lengths.to(lengths.device)
+        positions=positions, block=block, tokens=padded.to(tokens.device), lengths=counts.to(lengths.device)
     )
     return batch

@@ -129,8 +129,6 @@ class PolicyNetwork(nn.Module):
         init: str = "appendix",
     ):
         super().__init__()
-        if init not in INITIALISATIONS:
-            raise ConfigError(f"network.init={init!r}: one of {', '.join(INITIALISATIONS)}")
         self.init = init
         self.frames = frames
         self.use_previous_action = use_previous_action
@@ -164,6 +162,8 @@ class PolicyNetwork(nn.Module):
         ``release`` the picture path dies within one epoch of SUPERVISED here (no convolution of the third layer
         ever active again): docs/experiments/release-fidelity.md.
         """
+        if self.init not in INITIALISATIONS:  # checked here: every network built on this one calls it
+            raise ConfigError(f"network.init={self.init!r}: one of {', '.join(INITIALISATIONS)}")
         release = self.init == "release"
         conv_std, project_std = (0.005, 0.004) if release else (math.sqrt(0.005), math.sqrt(0.004))
         for module in self.modules():

@@ -146,13 +146,16 @@ def plan(
 def _blocked(
     grid: np.ndarray, others: np.ndarray, clearance: float, end_clearance: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(cells no path may enter, cells a path may only end in) of ``grid`` around the ``others`` blocks."""
+    """(cells no path may enter, cells a path may only end in) of ``grid`` around the ``others`` blocks; with
+    ``end_clearance <= clearance`` the first lie inside the cells the path's clearance keeps it from."""
+    none = np.zeros(grid.shape[:2], dtype=bool)
     if not len(others):
-        empty = np.zeros(grid.shape[:2], dtype=bool)
-        return empty, empty
+        return none, none
     path = overlaps(grid, others, COLLISION_REACH + clearance).any(axis=-1)
+    if end_clearance == clearance:  # every plan without an end clearance of its own: one overlap test
+        return path, none
     end = overlaps(grid, others, COLLISION_REACH + end_clearance).any(axis=-1)
-    return path & end, path & ~end
+    return end, path & ~end
 
 
 def _path(parent: dict[tuple[int, int], tuple[tuple[int, int], int]], start: tuple[int, int],
