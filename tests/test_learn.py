@@ -215,6 +215,52 @@ def test_supervised_batches_hold_the_demonstration_contexts(corpus_root):
     assert batch["block"][0] == steps.plans[0].block
 
 
+def test_replay_batches_draw_as_the_release_did_and_resume_exactly():
+    from collections import Counter
+
+    from blocks.learn.data import ReplayBatches
+
+    lengths = [7, 3, 12, 5, 9, 4, 11, 6]
+    steps = np.split(np.arange(sum(lengths)), np.cumsum(lengths)[:-1])
+    sampler = ReplayBatches(steps, seed=4, batch_size=8, memory=20)
+    seen: list[int] = []  # every step in the order its example came, across epochs
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        batches = list(sampler)
+        assert len(batches) == len(lengths)  # one batch (one Adam step) per example
+        for i, batch in zip(sampler.order(epoch), batches, strict=True):
+            seen += steps[i].tolist()
+            pool = seen[-20:]  # the memory: the last 20 steps, this example's included
+            # Each half draws distinct places of the memory (a step there twice may come twice).
+            assert all(not Counter(half) - Counter(pool) for half in (batch[:4], batch[4:]))
+            assert len(batch) == min(4, len(pool)) + min(8 - min(4, len(pool)), len(pool))
+        if epoch == 1:
+            whole_epoch_1 = batches
+    # Resuming in the middle of epoch 1 yields that epoch's remaining batches exactly.
+    resumed = ReplayBatches(steps, seed=4, batch_size=8, memory=20, resume_at=(1, 3))
+    resumed.set_epoch(1)
+    assert list(resumed) == whole_epoch_1[3:]
+    fixed = ReplayBatches(steps, seed=4, batch_size=8, memory=20, fixed_order=True)
+    assert fixed.order(0) == fixed.order(2) != sampler.order(2)
+    with pytest.raises(ConfigError, match="data.sampling"):
+        DemonstrationDataModule(sampling="release")
+
+
+def test_a_loader_worker_renders_the_same_batches_in_the_same_order(corpus_root):
+    def batches(workers: int) -> list[dict[str, torch.Tensor]]:
+        dm = DemonstrationDataModule(
+            root=str(corpus_root), batch_size=8, max_train_examples=6, seed=5, workers=workers
+        )
+        return list(dm.train_dataloader())
+
+    inline, worker = batches(0), batches(1)
+    assert len(inline) == len(worker) > 2
+    for a, b in zip(inline, worker, strict=True):
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ConfigError, match="data.workers"):
+        DemonstrationDataModule(root=str(corpus_root), workers=-1)
+
+
 def test_supervised_overfits_eight_examples_until_it_replays_them(corpus_root):
     """Trained on 8 examples, the greedy policy retraces their demonstrations step for step."""
     import pytorch_lightning as pl
@@ -534,7 +580,8 @@ def test_a_run_stopped_after_an_epoch_and_resumed_ends_with_the_same_weights(kin
 
 
 @pytest.mark.parametrize(
-    "kind, signum", [("supervised", "SIGINT"), ("bandit", "SIGTERM"), ("bandit", "SIGINT")]
+    "kind, signum",
+    [("supervised", "SIGINT"), ("supervised_replay", "SIGTERM"), ("bandit", "SIGTERM"), ("bandit", "SIGINT")],
 )
 def test_an_interrupt_saves_last_ckpt_and_the_resumed_run_ends_as_one_never_stopped(kind, signum, corpus_root,
                                                                                      tmp_path):  # fmt: skip
@@ -555,8 +602,9 @@ def test_an_interrupt_saves_last_ckpt_and_the_resumed_run_ends_as_one_never_stop
 
     def fit(folder, extra=(), ckpt_path=None) -> dict[str, torch.Tensor]:
         pl.seed_everything(0)
-        if kind == "supervised":
-            dm = DemonstrationDataModule(root=str(corpus_root), batch_size=8, max_train_examples=6, seed=3)
+        if kind.startswith("supervised"):
+            dm = DemonstrationDataModule(root=str(corpus_root), batch_size=8, max_train_examples=6, seed=3,
+                                         sampling="replay" if kind == "supervised_replay" else "shuffle")  # fmt: skip
             learner = SupervisedLearner(dm.vocabulary.to_list())
         else:
             dm = RolloutDataModule(root=str(corpus_root), batch_size=2, chunks_per_update=2, max_train_examples=8,
@@ -576,7 +624,7 @@ def test_an_interrupt_saves_last_ckpt_and_the_resumed_run_ends_as_one_never_stop
     assert signal.getsignal(signal.SIGINT) is before  # the handlers are given back
     last = torch.load(tmp_path / "stopped" / "last.ckpt", weights_only=True)
     assert last["epoch"] == 0 and last["global_step"] == (
-        3 if kind == "supervised" else 2
+        3 if kind.startswith("supervised") else 2
     )  # whole updates only
     resumed = fit(tmp_path / "stopped", ckpt_path=str(tmp_path / "stopped" / "last.ckpt"))
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)

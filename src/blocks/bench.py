@@ -152,21 +152,41 @@ def _no_textures() -> bool:
     return False
 
 
-def network_floor(batch: int, device: str, seconds: float = 2.0) -> dict[str, float]:
-    """The paper's network alone on ``batch`` random 15 x 120 x 120 stacks (10-word instructions) on ``device``:
-    forward frames/s (no gradient, as in a rollout) and forward + backward + Adam frames/s (an update). What a
-    training step could reach if the data, the world and the trainer cost nothing: the yardstick the training
-    figures are read against, measured in the same run on the same device and threads."""
+def network_floor(
+    batch: int, device: str, seconds: float = 2.0, instructions: list[list[int]] | None = None
+) -> dict[str, float]:
+    """The paper's network alone on ``batch`` random 15 x 120 x 120 stacks on ``device``: forward frames/s (no
+    gradient, as in a rollout) and forward + backward + Adam frames/s (an update). What a training step could
+    reach if the data, the world and the trainer cost nothing: the yardstick the training figures are read
+    against, measured in the same run on the same device and threads.
+
+    ``instructions``: token ids to draw each batch's instructions from, padded to the batch's longest as the
+    learners do (the LSTM's cost follows the longest instruction: the corpus's batches of 32 pad to about 40
+    words); without them, 10-word instructions.
+    """
     import torch
 
-    from blocks.model.policy import PolicyNetwork
+    from blocks.model.policy import PolicyNetwork, pad_token_ids
 
     torch.manual_seed(0)
-    network = PolicyNetwork(vocab_size=1100).to(device)
+    vocab_size = 1 + max((max(x, default=0) for x in instructions), default=1099) if instructions else 1100
+    network = PolicyNetwork(vocab_size=vocab_size).to(device)
     optimizer = torch.optim.Adam(network.parameters(), lr=1e-4)
     images = torch.randint(0, 256, (batch, 15, 120, 120), dtype=torch.uint8, device=device)
-    tokens = torch.randint(2, 1100, (batch, 10), device=device)
-    lengths = torch.full((batch,), 10, device=device)
+    if instructions:  # 16 batches drawn once, taken in turn: the padded length varies from batch to batch
+        rng = np.random.default_rng(0)
+        texts = [
+            pad_token_ids([instructions[i] for i in rng.choice(len(instructions), batch)]) for _ in range(16)
+        ]
+    else:
+        texts = [(torch.randint(2, 1100, (batch, 10)), torch.full((batch,), 10))]
+    texts = [(tokens.to(device), lengths.to(device)) for tokens, lengths in texts]
+    turn = [0]
+
+    def text() -> tuple[torch.Tensor, torch.Tensor]:
+        turn[0] += 1
+        return texts[turn[0] % len(texts)]
+
     previous = torch.randint(-1, 81, (batch,), device=device)
     block = torch.randint(0, 20, (batch,), device=device)
     direction = torch.randint(0, 5, (batch,), device=device)
@@ -177,12 +197,12 @@ def network_floor(batch: int, device: str, seconds: float = 2.0) -> dict[str, fl
 
     def forward() -> int:
         with torch.no_grad():
-            network(images, network.encode_instruction(tokens, lengths), previous)
+            network(images, network.encode_instruction(*text()), previous)
         synchronise()
         return batch
 
     def update() -> int:
-        distribution = network(images, network.encode_instruction(tokens, lengths), previous)
+        distribution = network(images, network.encode_instruction(*text()), previous)
         loss = -distribution.log_prob_parts(block, direction).mean()
         optimizer.zero_grad()
         loss.backward()
@@ -209,6 +229,7 @@ def bench_train(
     accelerator: str = "auto",
     chunks_per_update: int | None = None,
     spo: bool = False,
+    workers: int = 0,
 ) -> dict[str, float | str]:
     """Frames per second of whole training steps, through Lightning's Trainer, for both learners.
 
@@ -217,6 +238,7 @@ def bench_train(
     with ``simulator="torch"``), then the update on every frame of the rollout. With ``spo``, also SPO
     (``model=spo``) at ``batch`` examples per batch: rollout, then its 4 PPO passes (frames counted once; the
     schedule off, so that every example is rolled out). Uses the real corpus's training examples.
+    ``workers``: loader processes rendering the supervised contexts (``data.workers``).
     """
     import pytorch_lightning as pl
     import torch
@@ -257,7 +279,7 @@ def bench_train(
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {batch}, 120x120")
     figures: dict[str, float | str] = {}
     if not skip_supervised:
-        supervised_data = DemonstrationDataModule(batch_size=batch, seed=0)
+        supervised_data = DemonstrationDataModule(batch_size=batch, seed=0, workers=workers)
         supervised_rate = run(
             SupervisedLearner(supervised_data.vocabulary.to_list()),
             supervised_data,
@@ -296,7 +318,8 @@ def bench_train(
         f"{bandit_data.chunks_per_update} chunks each)"
     )
     figures |= {"bandit_frames_per_s": bandit_rate}
-    floor = network_floor(batch, str(device), seconds)
+    # The yardstick reads the corpus's own instructions, padded per batch as the learners pad them.
+    floor = network_floor(batch, str(device), seconds, bandit_data.token_ids(bandit_data.train_examples))
     figures |= floor | {"device": str(device)}
     print(f"the network alone on {device}: forward {floor['floor_forward_frames_per_s']:,.0f} frames/s, forward + "
           f"backward + Adam {floor['floor_update_frames_per_s']:,.0f}, so a bandit frame (both) at most "
@@ -358,6 +381,8 @@ def main(argv: list[str] | None = None) -> dict[str, float | str]:
     parser.add_argument(
         "--accelerator", default="auto", help="train: Lightning's accelerator (cpu, gpu, auto)"
     )
+    parser.add_argument("--workers", type=int, default=0,
+                        help="train: loader processes rendering the supervised contexts (data.workers)")  # fmt: skip
     parser.add_argument("--spo", action="store_true", help="train: also SPO, --batch examples a batch")
     parser.add_argument("--chunks-per-update", type=int, default=None,
                         help="train: backward passes per update (1: the whole update at once, for GPUs)")  # fmt: skip
@@ -367,7 +392,7 @@ def main(argv: list[str] | None = None) -> dict[str, float | str]:
         options = {
             "episodes_per_update": args.episodes_per_update, "skip_supervised": args.skip_supervised,
             "batch": args.batch, "simulator": args.simulator, "accelerator": args.accelerator,
-            "chunks_per_update": args.chunks_per_update, "spo": args.spo,
+            "chunks_per_update": args.chunks_per_update, "spo": args.spo, "workers": args.workers,
         }  # fmt: skip
     from blocks.errors import UsageError
 

@@ -40,6 +40,7 @@ from blocks.world.task import Task
 from blocks.world.vector_env import VectorBlocksEnv
 
 log = logging.getLogger(__name__)
+SAMPLINGS = ("shuffle", "replay")  # how supervised batches are drawn (DemonstrationDataModule)
 SIMULATORS = ("numpy", "torch")  # where rollouts run: numpy on the CPU, or torch on the policy's device
 
 
@@ -60,10 +61,11 @@ class EpochOrder(Sampler[int]):
     ``set_epoch`` before each epoch.
     """
 
-    def __init__(self, count: int, seed: int, resume_at: tuple[int, int] | None = None):
+    def __init__(self, count: int, seed: int, resume_at: tuple[int, int] | None = None, fixed: bool = False):
         """``resume_at=(epoch, done)``: that epoch, when it comes, leaves out its first ``done`` items (already
-        trained on before a mid-epoch checkpoint); its length stays the epoch's, as the trainer counts it."""
-        self.count, self.seed, self.epoch, self.resume_at = count, seed, 0, resume_at
+        trained on before a mid-epoch checkpoint); its length stays the epoch's, as the trainer counts it.
+        ``fixed``: epoch 0's order in every epoch."""
+        self.count, self.seed, self.epoch, self.resume_at, self.fixed = count, seed, 0, resume_at, fixed
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -73,7 +75,7 @@ class EpochOrder(Sampler[int]):
 
     def __iter__(self):
         generator = torch.Generator().manual_seed(self.seed)
-        for _ in range(self.epoch + 1):
+        for _ in range(1 if self.fixed else self.epoch + 1):
             torch.empty((), dtype=torch.int64).random_(generator=generator)
             order = torch.randperm(self.count, generator=generator)
             torch.randperm(self.count, generator=generator)
@@ -81,6 +83,67 @@ class EpochOrder(Sampler[int]):
         if self.resume_at is not None and self.resume_at[0] == self.epoch:
             skip, self.resume_at = self.resume_at[1], None
         return iter(order[skip:].tolist())
+
+
+class ReplayBatches(Sampler[list[int]]):
+    """Batches as the release's supervised stage drew them (``data.sampling=release``): the examples one by one
+    in the epoch's order; after each, its steps enter a memory of the last ``memory`` steps and one batch is drawn
+    from it: ``batch_size / 2`` distinct steps, then up to ``batch_size / 2`` more distinct ones (the two halves may
+    share steps). One Adam step per example, so about twice the updates of shuffled batches per epoch, each
+    leaning on the latest examples.
+
+    ``steps[i]``: the dataset indices of example i's steps. The order is :class:`EpochOrder`'s, or with
+    ``fixed_order`` epoch 0's order every epoch (the release shuffled its data once). The memory at an epoch's
+    start is the end of the previous epoch's, rebuilt from that epoch's order, and each epoch draws from its own
+    generator: a function of (seed, epoch), so resuming mid-epoch (``resume_at=(epoch, batches done)``) is exact.
+    """
+
+    def __init__(
+        self,
+        steps: Sequence[np.ndarray],
+        seed: int,
+        batch_size: int = 32,
+        memory: int = 2000,
+        fixed_order: bool = False,
+        resume_at: tuple[int, int] | None = None,
+    ):
+        self.steps, self.seed, self.batch_size, self.memory = steps, seed, batch_size, memory
+        self.fixed_order, self.resume_at, self.epoch = fixed_order, resume_at, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def order(self, epoch: int) -> list[int]:
+        sampler = EpochOrder(len(self.steps), self.seed, fixed=self.fixed_order)
+        sampler.set_epoch(epoch)
+        return list(sampler)
+
+    def __iter__(self):
+        memory: list[np.ndarray] = []  # newest example last
+        held = 0
+        if self.epoch > 0:  # the previous epoch's last examples, as many as the memory held at its end
+            for i in reversed(self.order(self.epoch - 1)):
+                if held >= self.memory:
+                    break
+                memory.insert(0, self.steps[i])
+                held += len(self.steps[i])
+        rng = np.random.default_rng([self.seed, self.epoch])
+        skip = 0
+        if self.resume_at is not None and self.resume_at[0] == self.epoch:
+            skip, self.resume_at = self.resume_at[1], None
+        half = self.batch_size // 2
+        for done, i in enumerate(self.order(self.epoch)):
+            memory.append(self.steps[i])
+            pool = np.concatenate(memory)[-self.memory :]
+            first = rng.choice(len(pool), min(half, len(pool)), replace=False)
+            second = rng.choice(len(pool), min(self.batch_size - len(first), len(pool)), replace=False)
+            if done >= skip:
+                yield pool[np.concatenate([first, second])].tolist()
+            while sum(len(m) for m in memory[1:]) >= self.memory:
+                memory.pop(0)
 
 
 class PositionedLoader(DataLoader):
@@ -304,9 +367,28 @@ class DemonstrationSteps(Dataset):
 class DemonstrationDataModule(BlocksDataModule):
     """Shuffled mini-batches of demonstration pairs (Lightning shards them under DDP with its sampler)."""
 
-    def __init__(self, batch_size: int = 32, first_step_only: bool = False, **kwargs):
+    def __init__(
+        self,
+        batch_size: int = 32,
+        first_step_only: bool = False,
+        workers: int = 0,
+        sampling: str = "shuffle",
+        fixed_order: bool = False,
+        **kwargs,
+    ):
+        """``workers``: processes that render the next batches' contexts while the network trains on this one
+        (0: the training process renders them). The batches are the same either way.
+        ``sampling``: ``shuffle`` (every step once an epoch, in shuffled batches) or ``replay`` (the release's: one
+        batch per example from a memory of the last 2,000 steps, :class:`ReplayBatches`). ``fixed_order``: the
+        first epoch's order in every epoch, as the release shuffled its data once."""
         super().__init__(**kwargs)
+        if workers < 0:
+            raise ConfigError(f"data.workers must be 0 or more, got {workers}")
+        if sampling not in SAMPLINGS:
+            raise ConfigError(f"data.sampling={sampling!r}: one of {', '.join(SAMPLINGS)}")
         self.batch_size = batch_size
+        self.workers = workers
+        self.sampling, self.fixed_order = sampling, fixed_order
         self.resume_at: tuple[int, int] | None = None  # (epoch, batches done) of a mid-epoch checkpoint
         self.first_step_only = first_step_only
 
@@ -326,13 +408,22 @@ class DemonstrationDataModule(BlocksDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
+        common = {
+            "collate_fn": self.steps.collate, "num_workers": self.workers, "persistent_workers": self.workers > 0,
+        }  # fmt: skip
+        if self.sampling == "replay":
+            if distributed_rank()[1] > 1:
+                raise ConfigError(
+                    "data.sampling=replay draws one example's batch at a time: train on one device"
+                )
+            starts = np.flatnonzero(np.diff(self.steps.index[:, 0], prepend=-1))
+            steps = np.split(np.arange(len(self.steps)), starts[1:])
+            batches = ReplayBatches(steps, self.seed, self.batch_size, fixed_order=self.fixed_order,
+                                    resume_at=self.resume_at)  # fmt: skip
+            return PositionedLoader(self.steps, batch_sampler=batches, **common)
         at = self.resume_at and (self.resume_at[0], self.resume_at[1] * self.batch_size)
-        return PositionedLoader(
-            self.steps,
-            batch_size=self.batch_size,
-            sampler=EpochOrder(len(self.steps), self.seed, at),
-            collate_fn=self.steps.collate,
-        )
+        order = EpochOrder(len(self.steps), self.seed, at, fixed=self.fixed_order)
+        return PositionedLoader(self.steps, batch_size=self.batch_size, sampler=order, **common)
 
     def state_dict(self) -> dict[str, int]:
         """Where in its epoch a checkpoint was taken (batches completed), so that resuming goes on from there."""
