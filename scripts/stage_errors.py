@@ -66,7 +66,7 @@ def main() -> None:
         readings = {"true_positions": [], "perceived_positions": []} if reader else {"true_positions": []}
         for start in range(0, len(examples), 128):
             chunk = examples[start : start + 128]
-            batch = goal_batch(chunk, [vocabulary.encode(x.tokens) for x in chunk])
+            batch = goal_batch(chunk, [vocabulary.encode(x.tokens, mend_unknown=True) for x in chunk])
             readings["true_positions"].append(goal_errors(predictor, batch))
             if reader is not None:
                 images = board_batch(renderer, *pad_boards([x.task.start for x in chunk]),

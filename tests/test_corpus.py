@@ -24,6 +24,23 @@ def test_vocabulary_maps_unknown_words_to_unk():
     assert vocab.decode([2, 0]) == ["move"]
 
 
+def test_unknown_words_are_mended_into_the_known_words_they_stand_for():
+    known = [["move", "block", "17", "sri", "in", "front", "parallel", "sort", "place", "the", "of"]]
+    vocab = Vocabulary.build(known * 3 + [["parade"]])
+    mend = vocab.mend
+    assert mend("17th") == ["17"] and mend("3rd") == ["3rd"]  # an ordinal is its number, if that is known
+    assert mend("sris") == ["sri"] and mend("sri's") == ["sri"]  # plural, possessive
+    assert mend("infront") == ["in", "front"]  # two known words run together
+    assert mend("paralell") == ["parallel"] and mend("paralel") == ["parallel"]  # one slip, six letters or more
+    assert mend("short") == ["short"]  # five letters: "sort" is one slip away, but short is a word of its own
+    assert mend("block") == ["block"] and mend("zebra") == ["zebra"]
+    sentence = ["move", "the", "17th", "block", "infront", "of", "sris"]
+    assert vocab.decode(vocab.encode(sentence, mend_unknown=True)) == [
+        "move", "the", "17", "block", "in", "front", "of", "sri",
+    ]  # fmt: skip
+    assert vocab.encode(sentence).count(vocab.unk_id) == 3  # the paper's reading: unknown words are UNK
+
+
 def episode(frames=2, blocks=3, notes=None, decoration="digit"):
     rng = np.random.default_rng(0)
     states = [[[float(x), 0.1, float(z)] for x, z in rng.uniform(-1, 1, (blocks, 2))] for _ in range(frames)]

@@ -83,7 +83,8 @@ class ReadAndPlanAgent(Agent):
             raise ValueError("ReadAndPlanAgent needs the instructions")
         n = len(tasks)
         self.texts = [
-            pad_token_ids([vocab.encode(tokenize(t)) for t in instructions]) for vocab in self.vocabs
+            pad_token_ids([vocab.encode(tokenize(t), mend_unknown=True) for t in instructions])
+            for vocab in self.vocabs
         ]
         self.plans: list[list[int]] = [[] for _ in range(n)]
         self.needs_plan = np.ones(n, bool)

@@ -9,6 +9,7 @@ lengths), for the predicted block (what an agent would do) and for the true one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
@@ -56,6 +57,10 @@ class GoalDataModule(BlocksDataModule):
     @cached_property
     def train_ids(self) -> list[list[int]]:
         return self.token_ids(self.train_examples)
+
+    def token_ids(self, examples: Sequence[Example]) -> list[list[int]]:
+        """Unknown words read as the agent reads them (``mend_unknown``); training has none, only tuning does."""
+        return [self.vocabulary.encode(x.tokens, mend_unknown=True) for x in examples]
 
     def _loader(self, examples: list[Example], ids: list[list[int]], shuffle: bool) -> DataLoader:
         return DataLoader(
