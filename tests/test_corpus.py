@@ -31,7 +31,9 @@ def test_unknown_words_are_mended_into_the_known_words_they_stand_for():
     assert mend("17th") == ["17"] and mend("3rd") == ["3rd"]  # an ordinal is its number, if that is known
     assert mend("sris") == ["sri"] and mend("sri's") == ["sri"]  # plural, possessive
     assert mend("infront") == ["in", "front"]  # two known words run together
-    assert mend("paralell") == ["parallel"] and mend("paralel") == ["parallel"]  # one slip, six letters or more
+    assert mend("paralell") == ["parallel"] and mend("paralel") == [
+        "parallel"
+    ]  # one slip, six letters or more
     assert mend("short") == ["short"]  # five letters: "sort" is one slip away, but short is a word of its own
     assert mend("block") == ["block"] and mend("zebra") == ["zebra"]
     sentence = ["move", "the", "17th", "block", "infront", "of", "sris"]

@@ -204,3 +204,46 @@ def test_an_end_cell_is_never_passed_through():
     around = plan(task, clearance=0.05 * side, end_clearance=0.0)
     assert around.num_moves > 12 and np.allclose(around.points[-1], [0.0, 0.6])
     assert not overlaps(around.points, start[1:], 0.1524 + 0.002 + 0.05 * side).any()
+
+
+def _replay(task: Task, actions: np.ndarray) -> tuple[np.ndarray, int]:
+    """Where the world leaves the moved block after ``actions``, and how many of its moves the world refused."""
+    from blocks.world.transitions import apply_actions
+
+    positions = task.start[None].copy()
+    present = np.ones((1, task.num_blocks), bool)
+    refused = 0
+    for action in actions:
+        positions, failed = apply_actions(positions, present, np.array([action]))
+        refused += int(failed[0])
+    return positions[0, moved_block(task)], refused
+
+
+def test_planning_with_the_rays_passes_where_the_square_test_refuses():
+    """Blocks 1 and 2 stand 0.135 either side of the path: the square test (reach 0.154) closes the gap, the
+    world's rays (0.127 to the side) do not, so the plan goes straight through and the world agrees."""
+    start = np.array([[0.0, -0.6], [-0.135, 0.0], [0.135, 0.0]])
+    task = Task(start, np.array([[0.0, 0.6], [-0.135, 0.0], [0.135, 0.0]]))
+    square, rays = plan(task), plan(task, rule="rays")
+    assert square.num_moves > 12 and rays.num_moves == 12
+    assert np.allclose(_replay(task, rays.actions)[0], [0.0, 0.6]) and _replay(task, rays.actions)[1] == 0
+    with pytest.raises(ValueError, match="rule"):
+        plan(task, rule="circles")
+
+
+def test_a_plan_with_the_rays_is_never_refused_by_the_world_and_stays_on_the_board():
+    """On random boards every move of a rays plan is one the world accepts, and the block ends where the plan
+    says; a goal beyond the board's edge is approached, not crossed to."""
+    rng = np.random.default_rng(3)
+    for _ in range(25):
+        start = rng.uniform(-1.0, 1.0, (8, 2))
+        goal = start.copy()
+        goal[0] = rng.uniform(-1.0, 1.0, 2)
+        task = Task(start, goal)
+        for clearance in (0.0, 0.01):
+            demo = plan(task, clearance=clearance, end_clearance=0.0, rule="rays")
+            end, refused = _replay(task, demo.actions)
+            assert refused == 0 and np.allclose(end, demo.points[-1])
+    edge = Task(np.array([[1.2, 0.0], [-1.0, -1.0]]), np.array([[1.6, 0.0], [-1.0, -1.0]]))
+    assert np.allclose(plan(edge).points[-1], [1.6, 0.0])  # the release's planner has no board bound
+    assert np.allclose(plan(edge, rule="rays").points[-1], [1.2, 0.0])  # the world refuses x = 1.3

@@ -29,10 +29,13 @@ import numpy as np
 from blocks.errors import ConfigError
 from blocks.world.geometry import (
     BOARD_HALF,
+    COLLIDER_SIDE,
     COLLISION_REACH,
     DIRECTION_DELTAS,
     HORIZON,
     NUM_DIRECTIONS,
+    RAY_REACH,
+    RAY_SPREAD,
     STEP,
     STOP,
     STOP_DIRECTION,
@@ -43,6 +46,10 @@ from blocks.world.transitions import overlaps
 MOVED_THRESHOLD = 0.01
 GRID_RADIUS = 40  # cells each side of the start: 81 x 81
 ROUTES = ("astar", "release")
+PLAN_RULES = (
+    "square",
+    "rays",
+)  # which moves a plan may make: the release planner's test, or the world's rays
 _CELL_STEPS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])  # the four directions, in grid cells
 
 
@@ -81,6 +88,7 @@ def plan(
     route: str = "astar",
     clearance: float = 0.0,
     end_clearance: float | None = None,
+    rule: str = "square",
 ) -> Demonstration:
     """A* shortest path of the moved block to the reachable cell nearest its goal; ``route`` breaks ties.
 
@@ -88,8 +96,15 @@ def plan(
     agent planning on a board it perceived, with its small misplacements, plans with some. ``end_clearance``
     (default: ``clearance``) applies to the last cell alone, which the path may enter but not leave: goals often
     touch another block, and a path that must keep its clearance to the end stops a cell short of them.
+
+    ``rule``: which moves the search allows. ``square`` (the release's planner, so its demonstrations): no cell
+    whose square overlaps another block's. ``rays`` (the world's own rule, for an agent): a move is refused where
+    the simulator's rays stop it, with the clearance added to their reach and spread, or where it would leave
+    the board; a block may then end beside another closer than the square test allows, as the world lets it.
     """
     check_route(route)
+    if rule not in PLAN_RULES:
+        raise ValueError(f"rule must be one of {PLAN_RULES}, got {rule!r}")
     if end_clearance is not None and not 0 <= end_clearance <= clearance:
         raise ValueError("end_clearance must lie between 0 and clearance")
     block = moved_block(task)
@@ -102,9 +117,13 @@ def plan(
         return _demonstration(block, origin, _release_search(origin, goal, others, max_moves), max_moves)
 
     grid = _grid(origin)
-    blocked, last_only = _blocked(
-        grid, others, clearance, clearance if end_clearance is None else end_clearance
-    )
+    end_reach = clearance if end_clearance is None else end_clearance
+    if rule == "rays":
+        path_stops = _ray_stops(grid, others, clearance)
+        end_stops = path_stops if end_reach == clearance else _ray_stops(grid, others, end_reach)
+        off_board = (np.abs(grid) > BOARD_HALF).any(axis=-1)
+    else:
+        blocked, last_only = _blocked(grid, others, clearance, end_reach)
     heuristic = np.linalg.norm(grid - goal, axis=-1)
 
     start = (GRID_RADIUS, GRID_RADIUS)
@@ -130,12 +149,20 @@ def plan(
             continue
         for direction in range(NUM_DIRECTIONS):
             nxt = (cell[0] + _CELL_STEPS[direction, 0], cell[1] + _CELL_STEPS[direction, 1])
-            if not (0 <= nxt[0] < grid.shape[0] and 0 <= nxt[1] < grid.shape[1]) or blocked[nxt]:
+            if not (0 <= nxt[0] < grid.shape[0] and 0 <= nxt[1] < grid.shape[1]):
                 continue
+            if rule == "rays":
+                if end_stops[cell][direction] or off_board[nxt]:
+                    continue
+                end_only = path_stops[cell][direction]
+            elif blocked[nxt]:
+                continue
+            else:
+                end_only = last_only[nxt]
             if g + 1 < moves.get(nxt, max_moves + 1):
                 moves[nxt] = g + 1
                 parent[nxt] = (cell, direction)
-                if not last_only[nxt]:
+                if not end_only:
                     heapq.heappush(frontier, ((g + 1) * STEP + heuristic[nxt], next(tie), nxt))
                 elif heuristic[nxt] < best_gap:  # an end cell: never expanded, so judged as it is reached
                     best, best_gap = nxt, heuristic[nxt]
@@ -156,6 +183,24 @@ def _blocked(
         return path, none
     end = overlaps(grid, others, COLLISION_REACH + end_clearance).any(axis=-1)
     return end, path & ~end
+
+
+def _ray_stops(grid: np.ndarray, others: np.ndarray, clearance: float) -> np.ndarray:
+    """``(81, 81, 4)``: whether the world's rays, ``clearance`` longer and wider, stop each move from each cell."""
+    stops = np.zeros((*grid.shape[:2], NUM_DIRECTIONS), dtype=bool)
+    if not len(others):
+        return stops
+    gap = others[None, None] - grid[:, :, None]  # (81, 81, K, 2)
+    for direction, (ux, uz) in enumerate(DIRECTION_DELTAS / STEP):
+        along = gap[..., 0] * ux + gap[..., 1] * uz
+        across = np.abs(gap[..., 0] * uz - gap[..., 1] * ux)
+        hit = (
+            (along > COLLIDER_SIDE / 2)
+            & (along <= RAY_REACH + clearance)
+            & (across <= RAY_SPREAD + clearance)
+        )
+        stops[..., direction] = hit.any(axis=-1)
+    return stops
 
 
 def _path(parent: dict[tuple[int, int], tuple[tuple[int, int], int]], start: tuple[int, int],
