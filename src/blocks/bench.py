@@ -285,8 +285,11 @@ def bench_train(
             supervised_data,
             lambda b: len(b["block"]),
         )
-        print(f"supervised: {supervised_rate:,.0f} frames/s (batches of {batch} demonstration steps)")
+        print(
+            f"supervised: {supervised_rate:,.0f} frames/s (batches of {batch} demonstration steps, {workers} loader workers)"
+        )
         figures["supervised_frames_per_s"] = supervised_rate
+        figures["supervised_workers"] = workers
 
     bandit_data = RolloutDataModule(
         batch_size=batch,

@@ -86,7 +86,7 @@ class EpochOrder(Sampler[int]):
 
 
 class ReplayBatches(Sampler[list[int]]):
-    """Batches as the release's supervised stage drew them (``data.sampling=release``): the examples one by one
+    """Batches as the release's supervised stage drew them (``data.sampling=replay``): the examples one by one
     in the epoch's order; after each, its steps enter a memory of the last ``memory`` steps and one batch is drawn
     from it: ``batch_size / 2`` distinct steps, then up to ``batch_size / 2`` more distinct ones (the two halves may
     share steps). One Adam step per example, so about twice the updates of shuffled batches per epoch, each
