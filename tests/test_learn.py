@@ -246,21 +246,6 @@ def test_replay_batches_draw_as_the_release_did_and_resume_exactly():
         DemonstrationDataModule(sampling="release")
 
 
-def test_a_loader_worker_renders_the_same_batches_in_the_same_order(corpus_root):
-    def batches(workers: int) -> list[dict[str, torch.Tensor]]:
-        dm = DemonstrationDataModule(
-            root=str(corpus_root), batch_size=8, max_train_examples=6, seed=5, workers=workers
-        )
-        return list(dm.train_dataloader())
-
-    inline, worker = batches(0), batches(1)
-    assert len(inline) == len(worker) > 2
-    for a, b in zip(inline, worker, strict=True):
-        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    with pytest.raises(ConfigError, match="data.workers"):
-        DemonstrationDataModule(root=str(corpus_root), workers=-1)
-
-
 def test_supervised_overfits_eight_examples_until_it_replays_them(corpus_root):
     """Trained on 8 examples, the greedy policy retraces their demonstrations step for step."""
     import pytorch_lightning as pl

@@ -229,7 +229,6 @@ def bench_train(
     accelerator: str = "auto",
     chunks_per_update: int | None = None,
     spo: bool = False,
-    workers: int = 0,
 ) -> dict[str, float | str]:
     """Frames per second of whole training steps, through Lightning's Trainer, for both learners.
 
@@ -238,7 +237,6 @@ def bench_train(
     with ``simulator="torch"``), then the update on every frame of the rollout. With ``spo``, also SPO
     (``model=spo``) at ``batch`` examples per batch: rollout, then its 4 PPO passes (frames counted once; the
     schedule off, so that every example is rolled out). Uses the real corpus's training examples.
-    ``workers``: loader processes rendering the supervised contexts (``data.workers``).
     """
     import pytorch_lightning as pl
     import torch
@@ -279,17 +277,14 @@ def bench_train(
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {batch}, 120x120")
     figures: dict[str, float | str] = {}
     if not skip_supervised:
-        supervised_data = DemonstrationDataModule(batch_size=batch, seed=0, workers=workers)
+        supervised_data = DemonstrationDataModule(batch_size=batch, seed=0)
         supervised_rate = run(
             SupervisedLearner(supervised_data.vocabulary.to_list()),
             supervised_data,
             lambda b: len(b["block"]),
         )
-        print(
-            f"supervised: {supervised_rate:,.0f} frames/s (batches of {batch} demonstration steps, {workers} loader workers)"
-        )
+        print(f"supervised: {supervised_rate:,.0f} frames/s (batches of {batch} demonstration steps)")
         figures["supervised_frames_per_s"] = supervised_rate
-        figures["supervised_workers"] = workers
 
     bandit_data = RolloutDataModule(
         batch_size=batch,
@@ -384,8 +379,6 @@ def main(argv: list[str] | None = None) -> dict[str, float | str]:
     parser.add_argument(
         "--accelerator", default="auto", help="train: Lightning's accelerator (cpu, gpu, auto)"
     )
-    parser.add_argument("--workers", type=int, default=0,
-                        help="train: loader processes rendering the supervised contexts (data.workers)")  # fmt: skip
     parser.add_argument("--spo", action="store_true", help="train: also SPO, --batch examples a batch")
     parser.add_argument("--chunks-per-update", type=int, default=None,
                         help="train: backward passes per update (1: the whole update at once, for GPUs)")  # fmt: skip
@@ -395,7 +388,7 @@ def main(argv: list[str] | None = None) -> dict[str, float | str]:
         options = {
             "episodes_per_update": args.episodes_per_update, "skip_supervised": args.skip_supervised,
             "batch": args.batch, "simulator": args.simulator, "accelerator": args.accelerator,
-            "chunks_per_update": args.chunks_per_update, "spo": args.spo, "workers": args.workers,
+            "chunks_per_update": args.chunks_per_update, "spo": args.spo,
         }  # fmt: skip
     from blocks.errors import UsageError
 

@@ -1,8 +1,8 @@
 """LightningDataModules: demonstration (context, action) pairs for supervised learning, and on-policy rollouts.
 
 Both load the corpus, build the vocabulary from the 11,196 training examples, and validate on the tuning split
-(675 examples) by rolling out the greedy policy. Everything runs in the main process: rendering is cheap numpy
-and workers would fight the two cores for little gain.
+(675 examples) by rolling out the greedy policy. Everything runs in the main process: rendering is cheap numpy,
+and a loader worker rendering the next supervised batch measured slower on 2 cores (docs/results.md#speed).
 """
 
 from __future__ import annotations
@@ -371,23 +371,17 @@ class DemonstrationDataModule(BlocksDataModule):
         self,
         batch_size: int = 32,
         first_step_only: bool = False,
-        workers: int = 0,
         sampling: str = "shuffle",
         fixed_order: bool = False,
         **kwargs,
     ):
-        """``workers``: processes that render the next batches' contexts while the network trains on this one
-        (0: the training process renders them). The batches are the same either way.
-        ``sampling``: ``shuffle`` (every step once an epoch, in shuffled batches) or ``replay`` (the release's: one
+        """``sampling``: ``shuffle`` (every step once an epoch, in shuffled batches) or ``replay`` (the release's: one
         batch per example from a memory of the last 2,000 steps, :class:`ReplayBatches`). ``fixed_order``: the
         first epoch's order in every epoch, as the release shuffled its data once."""
         super().__init__(**kwargs)
-        if workers < 0:
-            raise ConfigError(f"data.workers must be 0 or more, got {workers}")
         if sampling not in SAMPLINGS:
             raise ConfigError(f"data.sampling={sampling!r}: one of {', '.join(SAMPLINGS)}")
         self.batch_size = batch_size
-        self.workers = workers
         self.sampling, self.fixed_order = sampling, fixed_order
         self.resume_at: tuple[int, int] | None = None  # (epoch, batches done) of a mid-epoch checkpoint
         self.first_step_only = first_step_only
@@ -408,9 +402,7 @@ class DemonstrationDataModule(BlocksDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
-        common = {
-            "collate_fn": self.steps.collate, "num_workers": self.workers, "persistent_workers": self.workers > 0,
-        }  # fmt: skip
+        common = {"collate_fn": self.steps.collate}
         if self.sampling == "replay":
             if distributed_rank()[1] > 1:
                 raise ConfigError(
