@@ -46,10 +46,8 @@ from blocks.world.transitions import overlaps
 MOVED_THRESHOLD = 0.01
 GRID_RADIUS = 40  # cells each side of the start: 81 x 81
 ROUTES = ("astar", "release")
-PLAN_RULES = (
-    "square",
-    "rays",
-)  # which moves a plan may make: the release planner's test, or the world's rays
+# Which moves a plan may make: the release planner's square test, or the world's rays.
+PLAN_RULES = ("square", "rays")
 _CELL_STEPS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1]])  # the four directions, in grid cells
 
 
