@@ -613,3 +613,9 @@ def test_an_interrupt_saves_last_ckpt_and_the_resumed_run_ends_as_one_never_stop
     )  # whole updates only
     resumed = fit(tmp_path / "stopped", ckpt_path=str(tmp_path / "stopped" / "last.ckpt"))
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
+    # The resumed run's own last checkpoint replaced the interrupted one: no stale last.ckpt beside a last-v1.ckpt.
+    assert not list((tmp_path / "stopped").glob("last-v*.ckpt"))
+    final = torch.load(tmp_path / "stopped" / "last.ckpt", weights_only=True)
+    assert (
+        final["global_step"] == torch.load(tmp_path / "whole" / "last.ckpt", weights_only=True)["global_step"]
+    )

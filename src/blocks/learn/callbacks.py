@@ -84,6 +84,11 @@ class GracefulStop(pl.Callback):
             trainer.checkpoint_callback.dirpath if trainer.checkpoint_callback else trainer.default_root_dir
         )
         path = folder / "last.ckpt"
+        keeper = trainer.checkpoint_callback
+        if isinstance(keeper, pl.callbacks.ModelCheckpoint) and keeper.save_last:
+            # Its own: else the resumed run, finding a last.ckpt it did not write, saves last-v1.ckpt beside it
+            # and leaves this one behind, stale, for the next ckpt_path=auto.
+            keeper.last_model_path = str(path)
         trainer.save_checkpoint(path, weights_only=False)  # the whole state: optimizer, loops, data position
         log.warning("stopped at step %d; saved %s: resume with ckpt_path=%s", trainer.global_step, path, path)
         raise SystemExit(128 + self.received)
