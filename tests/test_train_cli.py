@@ -182,16 +182,18 @@ def test_an_interrupted_supervised_start_resumes_with_ckpt_path_auto(corpus_root
 
 def test_a_rerun_in_the_same_folder_starts_from_its_own_pretraining(corpus_root, tmp_path):
     """Lightning names a second pretraining file pretrain-v1.ckpt; the run must use it, not the older one (here
-    with another network, which would not even load); a start with another network fails naming the key."""
+    with another network, which would not even load); the run's own last.ckpt is replaced, never left stale beside
+    a last-v1.ckpt; a start with another network fails naming the key."""
     run = tmp_path / "run"
     base = ["model=bandit", "experiment=smoke", "trainer.max_epochs=1", f"hydra.run.dir={run}"]
     run_train(base, tmp_path, corpus_root)
     run_train([*base, "network.goal_head=true"], tmp_path, corpus_root)
     assert (run / "pretrain" / "checkpoints" / "pretrain-v1.ckpt").is_file()
-    hparams = torch.load(run / "checkpoints" / "last-v1.ckpt", weights_only=False)["hyper_parameters"]
+    assert not (run / "checkpoints" / "last-v1.ckpt").exists()
+    hparams = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]
     assert hparams["network"]["goal_head"] and hparams["initialised_from"].endswith("pretrain-v1.ckpt")
     out = run_train(
-        ["model=oracle", "experiment=smoke", f"model.init_checkpoint={run}/checkpoints/last-v1.ckpt",
+        ["model=oracle", "experiment=smoke", f"model.init_checkpoint={run}/checkpoints/last.ckpt",
          f"hydra.run.dir={tmp_path / 'mismatch'}"], tmp_path, corpus_root, check=False,
     )  # fmt: skip
     assert out.returncode == 2 and "network.goal_head" in out.stderr
