@@ -5,8 +5,10 @@ they learnt those boards by heart instead (docs/experiments/goal-map.md). The si
 boards as we like, so this reader is trained on them alone (``blocks.learn.perception``): a fully convolutional
 network classifies every cell of a grid over the picture (4 x 4 pixels, about half a block face) as background
 or one of the 20 labels. Weights are shared across the picture, so a logo is read the same wherever it stands.
-:func:`decode` turns the cell probabilities into one position per label (the probability-weighted centre of the
-3 x 3 cells around the most confident one, mapped to the board through the camera) and whether it is there.
+:func:`cell_centres` turns the cell probabilities into one picture position per label (the probability-weighted
+centre of the 3 x 3 cells around the most confident one), mapped to the board through the camera;
+:meth:`BoardReader.read` also says whether each label is there, and reads a picture several times, shifted by a pixel each time, to place blocks finer than
+the grid.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS
 
 CELL = 4  # pixels per cell: a 120-pixel picture gives 30 x 30 cells
 NUM_CLASSES = MAX_BLOCKS + 1  # 0: background, 1 + b: the block with index b (label b + 1)
+SHIFTS = 4  # readings of one picture, shifted 0, 1, 2, 3 pixels: a quarter cell apart
 DILATIONS = (1, 2, 1)
 
 
@@ -60,18 +63,41 @@ class BoardReader(nn.Module):
         return self.classify(x), self.decoration(x.mean(dim=(2, 3))).squeeze(1)
 
     @torch.no_grad()
-    def read(self, frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(positions ``(B, 20, 2)`` on the board, present ``(B, 20)``, logo ``(B,)``) of uint8 frames."""
-        cells, logo = self(frames)
-        positions, present, _ = decode(cells, self.camera)
-        return positions, present, logo > 0
+    def read(
+        self, frames: torch.Tensor, shifts: int = SHIFTS
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(positions ``(B, 20, 2)`` on the board, present ``(B, 20)``, logo ``(B,)``) of uint8 frames.
+
+        One reading places a block only to within its cells (a face covers one or two 4-pixel cells each way).
+        The picture is also read moved 1 .. ``shifts`` - 1 pixels down and right (edge pixels repeated), the shift
+        taken back from each reading, and a label's position is the median of its readings: on the tuning
+        split's boards the median error falls from 0.21 to 0.03 block lengths
+        (docs/experiments/read-and-plan.md). Presence and decoration come from the unshifted picture."""
+        size = frames.shape[-1]
+        copies = [frames.float()] + [
+            F.pad(frames.float(), (s, 0, s, 0), mode="replicate")[..., :size, :size] for s in range(1, shifts)
+        ]
+        cells, logo = self(torch.cat(copies))
+        rows, columns, confidence = cell_centres(cells)
+        back = torch.arange(shifts, dtype=rows.dtype, device=rows.device).repeat_interleave(len(frames))
+        rows = (rows - back[:, None]).view(shifts, len(frames), -1)
+        columns = (columns - back[:, None]).view(shifts, len(frames), -1)
+        # A shifted reading more than a cell from the unshifted one found another face (a misread number):
+        # it does not vote.
+        astray = torch.maximum((rows - rows[0]).abs(), (columns - columns[0]).abs()) > CELL
+        rows = rows.masked_fill(astray, float("nan")).nanquantile(0.5, dim=0)
+        columns = columns.masked_fill(astray, float("nan")).nanquantile(0.5, dim=0)
+        positions = board_positions(rows, columns, self.camera)
+        return positions, confidence[: len(frames)] > 0.5, logo[: len(frames)] > 0
 
 
-def decode(
-    logits: torch.Tensor, camera: Camera, threshold: float = 0.5
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One board position per label from cell logits ``(B, 21, G, G)``; a label is present when its most
-    confident cell exceeds ``threshold``."""
+def cell_centres(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Picture (row, column) ``(B, 20)`` of each label from cell logits ``(B, 21, G, G)``, and its most confident
+    cell's probability.
+
+    The probability-weighted centre of the 3 x 3 cells around the most confident one, plus half a pixel: a cell
+    is labelled when its centre pixel lies in the face's half-open box of pixels (``cell_targets``), so the
+    labelled cells sit half a pixel before the face's centre on average."""
     probs = logits.softmax(dim=1)[:, 1:]  # (B, 20, G, G)
     batch, labels, grid, _ = probs.shape
     flat = probs.flatten(2)
@@ -82,8 +108,13 @@ def decode(
     cells = rows[..., :, None] * grid + cols[..., None, :]  # (B, 20, 3, 3)
     weights = flat.gather(-1, cells.flatten(2)).view(batch, labels, 3, 3)
     total = weights.sum(dim=(-1, -2)).clamp_min(1e-9)
-    centre_row = ((rows[..., :, None].float() + 0.5) * CELL * weights).sum(dim=(-1, -2)) / total
-    centre_col = ((cols[..., None, :].float() + 0.5) * CELL * weights).sum(dim=(-1, -2)) / total
-    x, z = camera.unproject(centre_row.cpu().numpy(), centre_col.cpu().numpy(), BLOCK_SIDE)
-    positions = torch.from_numpy(np.stack([x, z], axis=-1)).float().to(logits.device)
-    return positions, confidence > threshold, confidence
+    centre_row = ((rows[..., :, None].float() + 0.5) * CELL * weights).sum(dim=(-1, -2)) / total + 0.5
+    centre_col = ((cols[..., None, :].float() + 0.5) * CELL * weights).sum(dim=(-1, -2)) / total + 0.5
+    return centre_row, centre_col, confidence
+
+
+def board_positions(rows: torch.Tensor, columns: torch.Tensor, camera: Camera) -> torch.Tensor:
+    """Board ``(x, z)`` ``(..., 2)`` of top-face centres at picture ``(row, column)``."""
+    x, z = camera.unproject(rows.cpu().numpy(), columns.cpu().numpy(), BLOCK_SIDE)
+    return torch.from_numpy(np.stack([x, z], axis=-1)).float().to(rows.device)
+
