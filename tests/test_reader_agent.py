@@ -259,7 +259,8 @@ def test_the_shipped_reader_places_blocks_finer_than_its_cells_when_it_reads_shi
 
     reader = load_reader("checkpoints/board_reader.ckpt")
     positions, present, logo = random_boards(np.random.default_rng(4), 24)
-    batch = board_batch(renderer, positions, present, np.zeros_like(logo))  # digits: drawn with or without the corpus
+    digits = np.zeros_like(logo)  # drawn the same with or without the corpus
+    batch = board_batch(renderer, positions, present, digits)
 
     def median_error(shifts: int) -> float:
         found, _, _ = reader.read(batch["images"], shifts=shifts)

@@ -117,4 +117,3 @@ def board_positions(rows: torch.Tensor, columns: torch.Tensor, camera: Camera) -
     """Board ``(x, z)`` ``(..., 2)`` of top-face centres at picture ``(row, column)``."""
     x, z = camera.unproject(rows.cpu().numpy(), columns.cpu().numpy(), BLOCK_SIDE)
     return torch.from_numpy(np.stack([x, z], axis=-1)).float().to(rows.device)
-
