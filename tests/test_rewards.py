@@ -57,6 +57,21 @@ def test_failed_move_pays_minus_one_and_keeps_the_f2_memory():
     assert rewards[2] == pytest.approx(-0.02 + STEP / BLOCK_SIDE + 1.02)
 
 
+def test_a_stop_right_after_a_failed_move_pays_as_a_failure_even_at_the_goal():
+    """The release's simulator pays STOP with the last move's message: after a failed move it is -1, in the goal
+    or not; a STOP after a move that went through is paid as usual."""
+    task = Task(
+        np.array([[0.0, 0.0], [0.2, 0.0]]), np.array([[0.05, 0.0], [0.2, 0.0]])
+    )  # already in the goal
+    bump, away = action_id(0, 1), action_id(0, 0)  # into the neighbour (fails); a step away that goes through
+    problem = RewardConfig.preset("problem")
+    assert run(task, [bump, STOP], problem).tolist() == [-1.0, -1.0]
+    assert run(task, [STOP], problem).tolist() == [1.0]
+    assert (
+        run(task, [bump, away, action_id(0, 1), STOP], problem)[-1] == 1.0
+    )  # the failure was two moves back
+
+
 def test_shaped_reward_is_the_sum_of_its_terms(two_block_task):
     shaped = run(two_block_task, [action_id(0, 1)], RewardConfig())[0]
     assert shaped == pytest.approx(-0.02 + STEP / BLOCK_SIDE + 1.02)

@@ -143,6 +143,7 @@ class TensorBlocksEnv:
         self.moves, self.steps, self.failed_moves = zeros.clone(), zeros.clone(), zeros.clone()
         self.done = torch.zeros(n, dtype=torch.bool, device=self.device)
         self.stopped = self.done.clone()
+        self.last_failed = self.done.clone()  # the board's last move failed
         self.previous_action = torch.full((n,), -1, dtype=torch.long, device=self.device)
         self.named_block = self._tensor(start.named_block)
         self.first_block = torch.full((n,), -1, dtype=torch.long, device=self.device)
@@ -182,8 +183,9 @@ class TensorBlocksEnv:
             gold = self.positions[rows, self.named_block]
             phi2 = trajectory_potential(gold, acted, self.demo_points, self.demo_actions,
                                         self.reward_config.trajectory_penalty)  # fmt: skip
+        paid_as_failed = failed | (is_stop & self.last_failed)  # as the numpy world: the release's STOP rule
         reward, memory = step_rewards(
-            self.reward_config, self.error, error, failed, is_stop, phi2, self._memory
+            self.reward_config, self.error, error, paid_as_failed, is_stop, phi2, self._memory
         )
         reward = torch.where(active, reward, 0.0)
         self._memory = torch.where(active, memory, self._memory)
@@ -194,6 +196,7 @@ class TensorBlocksEnv:
         self.steps += active
         self.moves += moved
         self.failed_moves += active & failed
+        self.last_failed = torch.where(active, failed, self.last_failed)
         self.previous_action = torch.where(active, actions, self.previous_action)
         first = moved & (self.first_block < 0)
         self.first_block = torch.where(first, torch.div(acted, NUM_DIRECTIONS, rounding_mode="floor"),

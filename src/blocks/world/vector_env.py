@@ -50,6 +50,7 @@ class VectorBlocksEnv:
         self.moves = np.zeros(n, np.int64)  # moves taken, STOP excluded (the horizon counts these)
         self.steps = np.zeros(n, np.int64)  # actions taken, STOP included
         self.failed_moves = np.zeros(n, np.int64)
+        self.last_failed = np.zeros(n, bool)  # the board's last move failed
         self.done = np.zeros(n, bool)
         self.stopped = np.zeros(n, bool)
         self.error = distance_error(self.positions, self.goals, self.present)
@@ -111,8 +112,17 @@ class VectorBlocksEnv:
             phi2 = trajectory_potential(
                 gold, acted, self.demo_points, self.demo_actions, self.reward_config.trajectory_penalty
             )
+        # The release pays a STOP right after a failed move as a failure too, at the goal or not (its reward reads
+        # the last move's message).
+        paid_as_failed = failed | (is_stop & self.last_failed)
         reward, memory = step_rewards(
-            self.reward_config, self.error, new_error, failed, is_stop, phi2, self._trajectory_potential
+            self.reward_config,
+            self.error,
+            new_error,
+            paid_as_failed,
+            is_stop,
+            phi2,
+            self._trajectory_potential,
         )
         reward = np.where(active, reward, 0.0)
         if memory is not None:
@@ -124,6 +134,7 @@ class VectorBlocksEnv:
         self.steps += active
         self.moves += active & ~is_stop
         self.failed_moves += active & failed
+        self.last_failed = np.where(active, failed, self.last_failed)
         self.previous_action = np.where(active, actions, self.previous_action)
         first = active & ~is_stop & (self.first_block < 0)
         self.first_block[first] = acted[first] // NUM_DIRECTIONS
