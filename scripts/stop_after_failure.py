@@ -1,0 +1,46 @@
+"""How often an episode ends with STOP right after a failed move inside the goal: the release's simulator pays
+that STOP -1 (it reads the failed move's message), this package +1 (docs/experiments/release-fidelity.md
+section 4). Samples the policy's episodes as the bandit does, on the first N training examples.
+
+    python scripts/stop_after_failure.py checkpoints/paper/approach_onpolicy_seed42.ckpt 1000
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import torch
+
+from blocks.agents.policy import PolicyAgent
+from blocks.corpus.loader import load_split
+from blocks.evaluate import run_episodes
+from blocks.render.renderer import Renderer
+from blocks.world.geometry import STOP
+
+torch.set_grad_enabled(False)
+path, limit = sys.argv[1], int(sys.argv[2])
+agent = PolicyAgent.from_checkpoint(path, greedy=False)
+examples = load_split("fit")[:limit]
+state: dict[str, np.ndarray] = {}
+counts = {"stops": 0, "stop_after_failure": 0, "stop_after_failure_in_goal": 0}
+
+
+def on_step(env, actions: np.ndarray) -> None:
+    """Called after each step of a batch of boards: count the STOPs taken at it."""
+    if env.steps.max() == 1:  # a new batch
+        state.update(failed=np.zeros(env.num_envs, np.int64), failed_last=np.zeros(env.num_envs, bool),
+                     stopped=np.zeros(env.num_envs, bool))  # fmt: skip
+    fresh = (actions == STOP) & env.stopped & ~state["stopped"]
+    counts["stops"] += int(fresh.sum())
+    counts["stop_after_failure"] += int((fresh & state["failed_last"]).sum())
+    counts["stop_after_failure_in_goal"] += int((fresh & state["failed_last"] & (env.error < 1.0)).sum())
+    state.update(failed_last=env.failed_moves > state["failed"], failed=env.failed_moves.copy(),
+                 stopped=env.stopped.copy())  # fmt: skip
+
+
+results = run_episodes(agent, examples, render_frames=Renderer().render, progress=False, on_step=on_step)
+counts["episodes"] = len(results)
+counts["reached_goal"] = int(sum(r.reached_goal for r in results))
+print(json.dumps(counts))
