@@ -73,9 +73,9 @@ class BoardReader(nn.Module):
         taken back from each reading, and a label's position is the median of its readings: on the tuning
         split's boards the median error falls from 0.21 to 0.03 block lengths
         (docs/experiments/read-and-plan.md). Presence and decoration come from the unshifted picture."""
-        size = frames.shape[-1]
-        copies = [frames.float()] + [
-            F.pad(frames.float(), (s, 0, s, 0), mode="replicate")[..., :size, :size] for s in range(1, shifts)
+        size, pixels = frames.shape[-1], frames.float()
+        copies = [pixels] + [
+            F.pad(pixels, (s, 0, s, 0), mode="replicate")[..., :size, :size] for s in range(1, shifts)
         ]
         cells, logo = self(torch.cat(copies))
         rows, columns, confidence = cell_centres(cells)
