@@ -15,7 +15,9 @@ def test_the_network_floor_is_measured_and_bounds_a_bandit_frame():
 
     floor = network_floor(batch=4, device="cpu", seconds=0.05)
     forward, update, bandit = (floor[f"floor_{k}_frames_per_s"] for k in ("forward", "update", "bandit"))
-    assert forward > update > bandit > 0  # an update costs more than a forward; a bandit frame needs both
+    # Timings only: no order between forward and update is asserted (a busy machine can swap them); a bandit
+    # frame needs both, so it is slower than either.
+    assert forward > 0 and update > 0 and 0 < bandit < min(forward, update)
     assert abs(1 / bandit - (1 / forward + 1 / update)) < 1e-9
     # On the corpus's own instructions (ids up to the vocabulary's size), padded per batch as the learners pad.
     words = network_floor(batch=4, device="cpu", seconds=0.05, instructions=[[5, 6], [7] * 30, [2047]])
