@@ -7,8 +7,8 @@ network classifies every cell of a grid over the picture (4 x 4 pixels, about ha
 or one of the 20 labels. Weights are shared across the picture, so a logo is read the same wherever it stands.
 :func:`cell_centres` turns the cell probabilities into one picture position per label (the probability-weighted
 centre of the 3 x 3 cells around the most confident one), mapped to the board through the camera;
-:meth:`BoardReader.read` also says whether each label is there, and reads a picture several times, shifted by a pixel each time, to place blocks finer than
-the grid.
+:meth:`BoardReader.read` also says whether each label is there, and reads a picture several times, shifted by a
+pixel each time, to place blocks finer than the grid.
 """
 
 from __future__ import annotations

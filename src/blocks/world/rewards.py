@@ -1,7 +1,8 @@
 """Rewards for the learners (section 6 of docs/environment.md, the release's "type 4").
 
 reward = problem reward + F1 (distance shaping) + F2 (trajectory shaping), each term switchable. A failed move
-is paid -1 and nothing else, and so is a STOP right after one (the environments pass it as failed). All functions work on batches of boards as numpy arrays.
+is paid -1 and nothing else, and so is a STOP right after one (the environments pass it as failed). All
+functions work on batches of boards as numpy arrays.
 """
 
 from __future__ import annotations
