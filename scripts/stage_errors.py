@@ -4,7 +4,8 @@
 
 Prints one JSON line:
 - perception: the share of present blocks the board reader places within half a block length of where they
-  stand (start boards of the split; logo and digit boards apart) and how often it tells logos from digits;
+  stand (the split's boards; logo and digit boards apart), how far off the blocks it found are (block lengths:
+  mean, median, 90th percentile), and how often it tells logos from digits;
 - block choice and goal, teacher-forced: the share of moved blocks the goal predictor names and the distance
   (block lengths) from its goal to the true one, reading the true positions, then reading the perceived ones;
 - with ``--agent`` (both checkpoints): the read-and-plan agent's own error on the split and what execution adds

@@ -11,6 +11,7 @@ from blocks.agents.reader import ReadAndPlanAgent
 from blocks.evaluate import evaluate
 from blocks.model.goal_predictor import GoalPredictor
 from blocks.model.perception import BoardReader
+from blocks.world.geometry import BLOCK_SIDE
 from blocks.world.planner import moved_block
 from blocks.world.task import Task
 from blocks.world.transitions import pad_boards
@@ -189,10 +190,12 @@ def test_location_accuracy_counts_blocks_within_half_a_block_length(renderer):
     truth.update(positions=positions, present=present, logo=logo)
     perfect = location_accuracy(reader, renderer, (positions, present, logo), batch_size=12)
     assert perfect["located_logo"] == perfect["located_digit"] == 1.0 and perfect["boards"] == 12
-    reader.shift = 0.6 * 0.1524  # more than half a block length off on both axes
-    assert (
-        location_accuracy(reader, renderer, (positions, present, logo), batch_size=12)["located_logo"] == 0.0
-    )
+    assert perfect["position_error_mean"] == pytest.approx(0.0, abs=1e-6)
+    reader.shift = 0.6 * BLOCK_SIDE  # more than half a block length off on both axes
+    shifted = location_accuracy(reader, renderer, (positions, present, logo), batch_size=12)
+    assert shifted["located_logo"] == 0.0
+    for key in ("position_error_mean", "position_error_median", "position_error_p90"):
+        assert shifted[key] == pytest.approx(0.6 * np.sqrt(2), rel=1e-4)
 
 
 def test_an_ensemble_takes_the_median_goal(renderer, two_block_task):
@@ -239,7 +242,6 @@ def test_cell_centres_find_face_centres_without_the_half_pixel_bias(renderer):
     blocks the mean error is near zero on both axes (without the half-pixel correction it is -0.5 pixel)."""
     from blocks.learn.perception import cell_targets, random_boards
     from blocks.model.perception import NUM_CLASSES, cell_centres
-    from blocks.world.geometry import BLOCK_SIDE
 
     positions, present, _ = random_boards(np.random.default_rng(3), 64)
     targets = torch.from_numpy(cell_targets(renderer, positions, present))
