@@ -1,6 +1,9 @@
 """How often an episode ends with STOP right after a failed move inside the goal: the release's simulator pays
 that STOP -1 (it reads the failed move's message), this package +1 (docs/experiments/release-fidelity.md
-section 4). Samples the policy's episodes as the bandit does, on the first N training examples.
+section 4). Also counts the sampled moves of blocks absent from the board: a successful no-op here; in the release
+an inactive cube moved from wherever an earlier episode left it, which fails only when that hidden place is near
+the board's edge or another block. Samples the policy's episodes as the bandit does, on the first N training
+examples.
 
     python scripts/stop_after_failure.py checkpoints/paper/approach_onpolicy_seed42.ckpt 1000
 """
@@ -17,14 +20,20 @@ from blocks.agents.policy import PolicyAgent
 from blocks.corpus.loader import load_split
 from blocks.evaluate import run_episodes
 from blocks.render.renderer import Renderer
-from blocks.world.geometry import STOP
+from blocks.world.geometry import NUM_DIRECTIONS, STOP
 
 torch.set_grad_enabled(False)
 path, limit = sys.argv[1], int(sys.argv[2])
 agent = PolicyAgent.from_checkpoint(path, greedy=False)
 examples = load_split("fit")[:limit]
 state: dict[str, np.ndarray] = {}
-counts = {"stops": 0, "stop_after_failure": 0, "stop_after_failure_in_goal": 0}
+counts = {
+    "stops": 0,
+    "stop_after_failure": 0,
+    "stop_after_failure_in_goal": 0,
+    "moves": 0,
+    "absent_block_moves": 0,
+}
 
 
 def on_step(env, actions: np.ndarray) -> None:
@@ -33,6 +42,10 @@ def on_step(env, actions: np.ndarray) -> None:
         state.update(failed=np.zeros(env.num_envs, np.int64), failed_last=np.zeros(env.num_envs, bool),
                      stopped=np.zeros(env.num_envs, bool))  # fmt: skip
     fresh = (actions == STOP) & env.stopped & ~state["stopped"]
+    moved = (actions != STOP) & ~state["stopped"]
+    counts["moves"] += int(moved.sum())
+    rows = np.flatnonzero(moved)
+    counts["absent_block_moves"] += int((~env.present[rows, actions[rows] // NUM_DIRECTIONS]).sum())
     counts["stops"] += int(fresh.sum())
     counts["stop_after_failure"] += int((fresh & state["failed_last"]).sum())
     counts["stop_after_failure_in_goal"] += int((fresh & state["failed_last"] & (env.error < 1.0)).sum())
