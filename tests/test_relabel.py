@@ -89,3 +89,21 @@ def test_labels_without_a_word_stay():
     out = relabel(batch, words, probability=1.0)
     assert torch.equal(out["positions"][:, ~named], batch["positions"][:, ~named])
     assert set(out["block"].tolist()) <= set(torch.nonzero(named).flatten().tolist())
+
+
+@pytest.mark.parametrize("block_loss", [True, False])
+def test_relabelled_copies_can_teach_the_goal_alone(block_loss):
+    """With relabel_block_loss=false a batch of relabelled copies gives the moved-block head no gradient (the
+    block is learnt from the words as written only); the goal head learns from them either way."""
+    torch.manual_seed(0)
+    learner = GoalLearner(
+        WORDS.to_list(), dim=16, heads=2, layers=1, relabel=1.0, relabel_block_loss=block_loss
+    )
+    learner.log = learner.log_dict = lambda *args, **kwargs: None  # outside a Trainer
+    batch = batch_of(
+        ["move the toyota left of the bmw", "move block 3 under block 5"], [True, False], [17, 2], count=20
+    )
+    learner.training_step(batch, 0).backward()
+    block_head = learner.predictor.moved.weight.grad
+    assert (block_head is not None and block_head.abs().sum() > 0) == block_loss
+    assert learner.predictor.offset[-1].weight.grad.abs().sum() > 0

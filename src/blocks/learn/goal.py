@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytorch_lightning as pl
 import torch
+import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torchmetrics import CatMetric
 
@@ -109,6 +110,7 @@ class GoalLearner(pl.LightningModule):
         dropout: float = 0.1,
         translate: float = 4.0,
         relabel: float = 0.0,
+        relabel_block_loss: bool = True,
     ):
         super().__init__()
         if (
@@ -144,6 +146,10 @@ class GoalLearner(pl.LightningModule):
             batch["tokens"], batch["lengths"], positions, batch["present"], batch["logo"]
         )
         block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0])
+        if not self.hparams.relabel_block_loss and "relabelled" in batch:
+            # The moved block learnt from the words as written only; relabelled copies teach the goal alone.
+            kept = ~batch["relabelled"]
+            block_loss = F.nll_loss(moved[kept], batch["block"][kept]) if kept.any() else moved.new_zeros(())
         loss = self.hparams.block_loss_weight * block_loss + goal_loss
         self.log_dict({"train/loss": loss, "train/block_loss": block_loss, "train/goal_loss": goal_loss},
                       batch_size=len(moved))  # fmt: skip
