@@ -37,7 +37,7 @@ class ReadAndPlanAgent(Agent):
         predictor: GoalPredictor | Sequence[GoalPredictor],
         vocabulary: Vocabulary | Sequence[str] | Sequence[Vocabulary | Sequence[str]],
         max_replans: int = 6,
-        min_block_probability: float = 0.95,
+        min_block_probability: float = 0.5,
         clearance: float = 0.05,
         clearance_step: float = 0.05,
         end_clearance: float | None = 0.0,
