@@ -107,3 +107,20 @@ def test_relabelled_copies_can_teach_the_goal_alone(block_loss):
     block_head = learner.predictor.moved.weight.grad
     assert (block_head is not None and block_head.abs().sum() > 0) == block_loss
     assert learner.predictor.offset[-1].weight.grad.abs().sum() > 0
+
+
+def test_goal_losses_take_the_block_loss_over_the_kept_rows_only():
+    """The mask changes the block's cross-entropy (to its value over the kept rows, zero if none) and never the
+    goal's loss, which every row teaches."""
+    from blocks.model.goal_predictor import goal_losses
+
+    torch.manual_seed(0)
+    moved = torch.log_softmax(torch.randn(4, 20), dim=1)
+    goals, block, goal = torch.randn(4, 20, 2), torch.tensor([3, 5, 7, 1]), torch.randn(4, 2)
+    kept = torch.tensor([True, False, True, False])
+    full_block, full_goal = goal_losses(moved, goals, block, goal)
+    block_loss, goal_loss = goal_losses(moved, goals, block, goal, kept)
+    assert torch.equal(goal_loss, full_goal)
+    assert torch.allclose(block_loss, goal_losses(moved[kept], goals[kept], block[kept], goal[kept])[0])
+    assert not torch.allclose(block_loss, full_block)
+    assert goal_losses(moved, goals, block, goal, torch.zeros(4, dtype=torch.bool))[0].item() == 0.0

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pytorch_lightning as pl
 import torch
-import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torchmetrics import CatMetric
 
@@ -145,11 +144,10 @@ class GoalLearner(pl.LightningModule):
         moved, goals, _ = self.predictor(
             batch["tokens"], batch["lengths"], positions, batch["present"], batch["logo"]
         )
-        block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0])
-        if not self.hparams.relabel_block_loss and "relabelled" in batch:
-            # The moved block learnt from the words as written only; relabelled copies teach the goal alone.
-            kept = ~batch["relabelled"]
-            block_loss = F.nll_loss(moved[kept], batch["block"][kept]) if kept.any() else moved.new_zeros(())
+        # Without ``relabel_block_loss`` the moved block is learnt from the words as written only; relabelled
+        # copies teach the goal alone.
+        kept = None if self.hparams.relabel_block_loss or "relabelled" not in batch else ~batch["relabelled"]
+        block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0], kept)
         loss = self.hparams.block_loss_weight * block_loss + goal_loss
         self.log_dict({"train/loss": loss, "train/block_loss": block_loss, "train/goal_loss": goal_loss},
                       batch_size=len(moved))  # fmt: skip
