@@ -89,38 +89,3 @@ def test_labels_without_a_word_stay():
     out = relabel(batch, words, probability=1.0)
     assert torch.equal(out["positions"][:, ~named], batch["positions"][:, ~named])
     assert set(out["block"].tolist()) <= set(torch.nonzero(named).flatten().tolist())
-
-
-@pytest.mark.parametrize("block_loss", [True, False])
-def test_relabelled_copies_can_teach_the_goal_alone(block_loss):
-    """With relabel_block_loss=false a batch of relabelled copies gives the moved-block head no gradient (the
-    block is learnt from the words as written only); the goal head learns from them either way."""
-    torch.manual_seed(0)
-    learner = GoalLearner(
-        WORDS.to_list(), dim=16, heads=2, layers=1, relabel=1.0, relabel_block_loss=block_loss
-    )
-    learner.log = learner.log_dict = lambda *args, **kwargs: None  # outside a Trainer
-    batch = batch_of(
-        ["move the toyota left of the bmw", "move block 3 under block 5"], [True, False], [17, 2], count=20
-    )
-    learner.training_step(batch, 0).backward()
-    block_head = learner.predictor.moved.weight.grad
-    assert (block_head is not None and block_head.abs().sum() > 0) == block_loss
-    assert learner.predictor.offset[-1].weight.grad.abs().sum() > 0
-
-
-def test_goal_losses_take_the_block_loss_over_the_kept_rows_only():
-    """The mask changes the block's cross-entropy (to its value over the kept rows, zero if none) and never the
-    goal's loss, which every row teaches."""
-    from blocks.model.goal_predictor import goal_losses
-
-    torch.manual_seed(0)
-    moved = torch.log_softmax(torch.randn(4, 20), dim=1)
-    goals, block, goal = torch.randn(4, 20, 2), torch.tensor([3, 5, 7, 1]), torch.randn(4, 2)
-    kept = torch.tensor([True, False, True, False])
-    full_block, full_goal = goal_losses(moved, goals, block, goal)
-    block_loss, goal_loss = goal_losses(moved, goals, block, goal, kept)
-    assert torch.equal(goal_loss, full_goal)
-    assert torch.allclose(block_loss, goal_losses(moved[kept], goals[kept], block[kept], goal[kept])[0])
-    assert not torch.allclose(block_loss, full_block)
-    assert goal_losses(moved, goals, block, goal, torch.zeros(4, dtype=torch.bool))[0].item() == 0.0

@@ -110,7 +110,6 @@ class GoalLearner(pl.LightningModule):
         dropout: float = 0.1,
         translate: float = 4.0,
         relabel: float = 0.0,
-        relabel_block_loss: bool = True,
         mirror: float = 0.0,
     ):
         super().__init__()
@@ -150,10 +149,7 @@ class GoalLearner(pl.LightningModule):
         moved, goals, _ = self.predictor(
             batch["tokens"], batch["lengths"], positions, batch["present"], batch["logo"]
         )
-        # Without ``relabel_block_loss`` the moved block is learnt from the words as written only; relabelled
-        # copies teach the goal alone.
-        kept = None if self.hparams.relabel_block_loss or "relabelled" not in batch else ~batch["relabelled"]
-        block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0], kept)
+        block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0])
         loss = self.hparams.block_loss_weight * block_loss + goal_loss
         self.log_dict({"train/loss": loss, "train/block_loss": block_loss, "train/goal_loss": goal_loss},
                       batch_size=len(moved))  # fmt: skip

@@ -138,10 +138,9 @@ def relabel(
 ) -> dict[str, torch.Tensor]:
     """A copy of a goal-predictor batch where each example, with ``probability``, has the labels of its present
     blocks permuted at random, in the board (positions move to the new label's slot) and in the words alike.
-    Labels the vocabulary has no word for stay where they are. ``relabelled`` in the copy marks the examples changed."""
+    Labels the vocabulary has no word for stay where they are."""
     batch = dict(batch)
     chosen = torch.rand(len(batch["block"]), generator=generator) < probability  # drawn on the CPU
-    batch["relabelled"] = chosen.to(batch["block"].device)
     if not chosen.any():
         return batch
     positions = batch["positions"].clone()

@@ -89,21 +89,11 @@ class GoalPredictor(nn.Module):
 
 
 def goal_losses(
-    moved: torch.Tensor,
-    goals: torch.Tensor,
-    true_block: torch.Tensor,
-    true_goal: torch.Tensor,
-    block_rows: torch.Tensor | None = None,
+    moved: torch.Tensor, goals: torch.Tensor, true_block: torch.Tensor, true_goal: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(cross-entropy of the moved block, smooth L1 of the true block's predicted goal, in block lengths).
 
-    ``block_rows`` (a boolean mask) limits the block's cross-entropy to those rows (zero if none), so that
-    relabelled copies can teach the goal alone. The distance itself as the goal loss trained worse (tune 0.97
-    against 0.71 for the same seed; docs/experiments/read-and-plan.md)."""
+    The distance itself as the goal loss trained worse (tune 0.97 against 0.71 for the same seed;
+    docs/experiments/read-and-plan.md)."""
     rows = torch.arange(len(true_block), device=goals.device)
-    goal_loss = F.smooth_l1_loss(goals[rows, true_block], true_goal)
-    if block_rows is None:
-        return F.nll_loss(moved, true_block), goal_loss
-    if not block_rows.any():
-        return moved.new_zeros(()), goal_loss
-    return F.nll_loss(moved[block_rows], true_block[block_rows]), goal_loss
+    return F.nll_loss(moved, true_block), F.smooth_l1_loss(goals[rows, true_block], true_goal)
