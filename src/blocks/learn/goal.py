@@ -22,7 +22,6 @@ from torchmetrics import CatMetric
 from blocks.corpus.loader import Example
 from blocks.errors import ConfigError
 from blocks.learn.data import BlocksDataModule, EpochOrder
-from blocks.learn.mirror import MirrorWords, mirror
 from blocks.learn.relabel import LabelWords, relabel
 from blocks.model.goal_predictor import GoalPredictor, goal_losses
 from blocks.model.policy import pad_token_ids
@@ -110,7 +109,6 @@ class GoalLearner(pl.LightningModule):
         dropout: float = 0.1,
         translate: float = 4.0,
         relabel: float = 0.0,
-        mirror: float = 0.0,
     ):
         super().__init__()
         if (
@@ -118,17 +116,15 @@ class GoalLearner(pl.LightningModule):
             or min(position_noise, block_loss_weight, translate) < 0
             or not 0 <= dropout < 1
             or not 0 <= relabel <= 1
-            or not 0 <= mirror <= 1
         ):
             raise ConfigError(
                 "model.lr must be positive, model.position_noise, model.block_loss_weight and model.translate >= 0, "
-                "model.dropout in [0, 1), model.relabel and model.mirror in [0, 1]"
+                "model.dropout in [0, 1), model.relabel in [0, 1]"
             )
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
         self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout)
         self.label_words = LabelWords(vocabulary) if relabel else None
-        self.mirror_words = MirrorWords(vocabulary) if mirror else None
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -137,11 +133,9 @@ class GoalLearner(pl.LightningModule):
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to
         # ``translate`` block lengths, and every block jittered by ``position_noise``; with ``relabel``, the labels
-        # of a board's blocks exchanged, in the words too; with ``mirror``, boards reflected left for right.
+        # of a board's blocks exchanged, in the words too.
         if self.label_words is not None:
             batch = relabel(batch, self.label_words, self.hparams.relabel)
-        if self.mirror_words is not None:
-            batch = mirror(batch, self.mirror_words, self.hparams.mirror)
         shift = self.hparams.translate * (2 * torch.rand(len(batch["goal"]), 1, 2, device=self.device) - 1)
         positions = (
             batch["positions"] + shift + self.hparams.position_noise * torch.randn_like(batch["positions"])
