@@ -83,3 +83,19 @@ def test_shaped_reward_is_the_sum_of_its_terms(two_block_task):
 def test_unknown_preset_names_the_choices():
     with pytest.raises(ValueError, match="shaped, no_f1, no_f2, distance, problem"):
         RewardConfig.preset("sparse")
+
+
+def test_moves_of_absent_blocks_can_be_paid_as_failures(two_block_task):
+    """With ``absent_move_fails`` a move of a block that is not on the board pays -1 (and a STOP right after it
+    too, as after any failure) but is not counted as a failed move; without it, it pays the step penalty."""
+    absent = action_id(5, 0)  # the board has blocks 0 and 1
+    problem = RewardConfig.preset("problem")
+    paying = RewardConfig(f1=False, f2=False, absent_move_fails=True)
+    assert run(two_block_task, [absent, STOP], problem).tolist() == pytest.approx([-0.02, -1.0])
+    near = Task(two_block_task.start, np.array([[0.05, 0.0], [-0.8, 0.8]]))  # STOP at once would pay +1
+    assert run(near, [absent, STOP], paying).tolist() == [-1.0, -1.0]
+    assert run(near, [action_id(0, 1), STOP], paying)[0] == pytest.approx(-0.02)  # a present block: as before
+    env = VectorBlocksEnv(reward=paying)
+    env.reset([near])
+    env.step([absent])
+    assert env.failed_moves.tolist() == [0] and np.array_equal(env.positions[0, :2], near.start)

@@ -86,6 +86,13 @@ def test_random_steps_match_numpy_for_every_reward(preset, device):
     assert overlapping_boards(env) > 0  # the rays let blocks pass side by side: both worlds agree on it too
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_absent_moves_paid_as_failures_match_numpy(device):
+    """The option that pays moves of absent blocks as failures, in both worlds step by step."""
+    tasks = crowded_tasks(64, seed=3)
+    run_both(tasks, RewardConfig(absent_move_fails=True), None, seed=6, device=device)
+
+
 def overlapping_boards(env: VectorBlocksEnv) -> int:
     """Boards on which two present blocks' squares overlap (blocks that passed each other side by side)."""
     gap = np.abs(env.positions[:, :, None] - env.positions[:, None, :]).max(-1)

@@ -7,6 +7,7 @@ and a loader worker rendering the next supervised batch measured slower on 2 cor
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -564,6 +565,7 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         episodes_per_update: int | None = None,
         chunks_per_update: int | None = None,
         simulator: str = "numpy",
+        absent_move_fails: bool = False,
         **kwargs,
     ):
         """``batch_size`` episodes per rollout, one optimizer step per ``episodes_per_update`` of them (default: all,
@@ -571,12 +573,14 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         accumulated over ``chunks_per_update`` backward passes. ``simulator=torch`` rolls out on the policy's
         device (``blocks.tensor_world``), for GPUs. The default chunking: on the CPU min(16, episodes_per_update)
         (small pieces stay in cache), with the torch world 1 (on a GPU each piece only adds kernel launches: one
-        H200 trained at about 1,600 frames/s with 16 pieces, 23,500 with one; docs/results.md#speed)."""
+        H200 trained at about 1,600 frames/s with 16 pieces, 23,500 with one; docs/results.md#speed).
+        ``absent_move_fails`` pays moves of blocks that are not on the board as failed moves
+        (:class:`~blocks.world.rewards.RewardConfig`)."""
         super().__init__(**kwargs)
         if simulator not in SIMULATORS:
             raise ConfigError(f"data.simulator={simulator!r}: choose one of {', '.join(SIMULATORS)}")
         self.simulator = simulator
-        self.reward = RewardConfig.preset(reward)
+        self.reward = dataclasses.replace(RewardConfig.preset(reward), absent_move_fails=absent_move_fails)
         self.reward_name = reward
         self.horizon = horizon
         self.batch_size = batch_size

@@ -183,7 +183,14 @@ class TensorBlocksEnv:
             gold = self.positions[rows, self.named_block]
             phi2 = trajectory_potential(gold, acted, self.demo_points, self.demo_actions,
                                         self.reward_config.trajectory_penalty)  # fmt: skip
-        paid_as_failed = failed | (is_stop & self.last_failed)  # as the numpy world: the release's STOP rule
+        failed_here = (
+            failed  # as the numpy world: moves of absent blocks paid, not counted, as failed if asked
+        )
+        if self.reward_config.absent_move_fails:
+            rows = torch.arange(self.num_envs, device=self.device)
+            block = torch.where(is_stop, 0, acted // NUM_DIRECTIONS)
+            failed_here = failed | (~is_stop & ~self.present[rows, block])
+        paid_as_failed = failed_here | (is_stop & self.last_failed)  # the release's STOP rule
         reward, memory = step_rewards(
             self.reward_config, self.error, error, paid_as_failed, is_stop, phi2, self._memory
         )
@@ -196,7 +203,7 @@ class TensorBlocksEnv:
         self.steps += active
         self.moves += moved
         self.failed_moves += active & failed
-        self.last_failed = torch.where(active, failed, self.last_failed)
+        self.last_failed = torch.where(active, failed_here, self.last_failed)
         self.previous_action = torch.where(active, actions, self.previous_action)
         first = moved & (self.first_block < 0)
         self.first_block = torch.where(first, torch.div(acted, NUM_DIRECTIONS, rounding_mode="floor"),

@@ -28,6 +28,11 @@ class RewardConfig:
     step_penalty: float = 0.02
     trajectory_penalty: float = 0.02
     failure_reward: float = -1.0
+    # Pay a move of a block that is not on the board as a failed move. In the release such a cube is hidden where
+    # an earlier episode left it and still moves; moved again and again it reaches an edge and fails (-1). Here
+    # it cannot move at all, and without this a policy from scratch learns to move absent blocks, which costs
+    # only the step penalty (docs/experiments/release-fidelity.md, w/o sup. init).
+    absent_move_fails: bool = False
 
     @classmethod
     def preset(cls, name: str) -> RewardConfig:

@@ -82,6 +82,13 @@ def apply_actions(
     return new_positions, failed
 
 
+def moves_absent_block(present: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Which of the (valid) actions move a block that is not on its board."""
+    is_move = actions != STOP
+    block = np.where(is_move, actions // NUM_DIRECTIONS, 0)
+    return is_move & ~present[np.arange(len(actions)), block]
+
+
 def pad_boards(boards: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Stack boards of 1..20 blocks into padded ``(N, 20, 2)`` positions and a ``(N, 20)`` presence mask."""
     positions = np.zeros((len(boards), MAX_BLOCKS, 2))

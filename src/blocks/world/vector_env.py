@@ -11,7 +11,7 @@ from blocks.world.metrics import EpisodeResult, distance_error
 from blocks.world.planner import Demonstration, demonstration, moved_block
 from blocks.world.rewards import RewardConfig, step_rewards, trajectory_potential
 from blocks.world.task import Task
-from blocks.world.transitions import apply_actions, pad_boards
+from blocks.world.transitions import apply_actions, moves_absent_block, pad_boards
 
 Frames = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -114,7 +114,11 @@ class VectorBlocksEnv:
             )
         # The release pays a STOP right after a failed move as a failure too, at the goal or not (its reward reads
         # the last move's message).
-        paid_as_failed = failed | (is_stop & self.last_failed)
+        if self.reward_config.absent_move_fails:
+            failed_here = failed | moves_absent_block(self.present, acted)  # paid, not counted, as failed
+        else:
+            failed_here = failed
+        paid_as_failed = failed_here | (is_stop & self.last_failed)
         reward, memory = step_rewards(
             self.reward_config,
             self.error,
@@ -134,7 +138,7 @@ class VectorBlocksEnv:
         self.steps += active
         self.moves += active & ~is_stop
         self.failed_moves += active & failed
-        self.last_failed = np.where(active, failed, self.last_failed)
+        self.last_failed = np.where(active, failed_here, self.last_failed)
         self.previous_action = np.where(active, actions, self.previous_action)
         first = active & ~is_stop & (self.first_block < 0)
         self.first_block[first] = acted[first] // NUM_DIRECTIONS
