@@ -183,9 +183,8 @@ class TensorBlocksEnv:
             gold = self.positions[rows, self.named_block]
             phi2 = trajectory_potential(gold, acted, self.demo_points, self.demo_actions,
                                         self.reward_config.trajectory_penalty)  # fmt: skip
-        failed_here = (
-            failed  # as the numpy world: moves of absent blocks paid, not counted, as failed if asked
-        )
+        # As the numpy world: moves of absent blocks paid, not counted, as failed if asked.
+        failed_here = failed
         if self.reward_config.absent_move_fails:
             rows = torch.arange(self.num_envs, device=self.device)
             block = torch.where(is_stop, 0, acted // NUM_DIRECTIONS)
