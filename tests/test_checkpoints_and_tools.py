@@ -525,10 +525,8 @@ def test_an_ensemble_of_one_network_twice_acts_as_that_network(corpus_root, tmp_
     assert "against the best run +0.00 (95 % interval +0.00 to +0.00)" in text
 
 
-@pytest.mark.parametrize("relation", [False, True], ids=["free offset", "relation"])
-def test_averaging_a_runs_epochs_gives_the_mean_weights(tmp_path, relation):
-    """``export --average``: the mean of the epochs' weights, loadable like any exported goal predictor (the
-    offset's form comes back from the checkpoint's hyperparameters)."""
+def test_averaging_a_runs_epochs_gives_the_mean_weights(tmp_path):
+    """``export --average``: the mean of the epochs' weights, loadable like any exported goal predictor."""
     import torch
 
     from blocks.learn.export import average
@@ -540,13 +538,12 @@ def test_averaging_a_runs_epochs_gives_the_mean_weights(tmp_path, relation):
     learners = []
     for epoch in range(3):
         torch.manual_seed(epoch)
-        learner = GoalLearner(["<pad>", "<unk>", "move"], dim=16, heads=2, layers=1, relation=relation)
+        learner = GoalLearner(["<pad>", "<unk>", "move"], dim=16, heads=2, layers=1)
         learners.append(learner)
         torch.save({"state_dict": learner.state_dict(), "hyper_parameters": dict(learner.hparams), "epoch": epoch},
                    folder / f"epoch_{epoch:03d}.ckpt")  # fmt: skip
     out = average(tmp_path / "run", 1, 2, tmp_path / "mean.ckpt")
     predictor, _ = load_goal_predictor(out)
-    assert predictor.relation is relation
     weight = predictor.moved.weight
     expected = (learners[1].predictor.moved.weight + learners[2].predictor.moved.weight) / 2
     assert torch.allclose(weight, expected, atol=1e-6)

@@ -3,8 +3,6 @@ board makes it read again; the board reader and goal predictor learn what they a
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -131,8 +129,7 @@ def test_the_reader_learns_a_fixed_batch_and_decodes_positions(renderer):
     assert (found_present[batch["present"]]).float().mean() > 0.8 and distance.median() < 0.5
 
 
-@pytest.mark.parametrize("relation", [False, True], ids=["free offset", "relation"])
-def test_the_goal_predictor_fits_a_few_instructions(corpus_root, relation):
+def test_the_goal_predictor_fits_a_few_instructions(corpus_root):
     from blocks.corpus.loader import load_split
     from blocks.corpus.text import Vocabulary
     from blocks.learn.goal import goal_batch, goal_errors
@@ -142,7 +139,7 @@ def test_the_goal_predictor_fits_a_few_instructions(corpus_root, relation):
     vocabulary = Vocabulary.build(x.tokens for x in examples)
     batch = goal_batch(examples, [vocabulary.encode(x.tokens) for x in examples])
     torch.manual_seed(0)
-    predictor = GoalPredictor(len(vocabulary), dim=64, heads=2, layers=1, relation=relation)
+    predictor = GoalPredictor(len(vocabulary), dim=64, heads=2, layers=1)
     optimizer = torch.optim.Adam(predictor.parameters(), lr=5e-3)
     _, before, _ = goal_errors(predictor, batch)
     for _ in range(120):
@@ -155,26 +152,6 @@ def test_the_goal_predictor_fits_a_few_instructions(corpus_root, relation):
         optimizer.step()
     found, after, _ = goal_errors(predictor, batch)
     assert found.float().mean() > 0.9 and after.mean() < 0.5 * before.mean()
-
-
-def test_a_relation_places_the_goal_a_distance_from_its_reference_in_one_direction():
-    """relation=True: an offset is one of nine directions times a distance; here "left", 2 block lengths."""
-    torch.manual_seed(0)
-    predictor = GoalPredictor(len(WORDS), dim=16, heads=2, layers=1, relation=True).eval()
-    last = predictor.offset[-1]
-    torch.nn.init.zeros_(last.weight)
-    with torch.no_grad():
-        last.bias.zero_()
-        last.bias[2] = 50.0  # direction (-1, 0)
-        last.bias[-1] = math.log(math.expm1(2.0))  # softplus -> 2
-    positions = torch.tensor([[[1.0, 2.0], [-3.0, 0.5]] + [[0.0, 0.0]] * 18])
-    present = torch.zeros(1, 20, dtype=torch.bool)
-    present[0, :2] = True
-    tokens, lengths = torch.tensor([[2, 2]]), torch.tensor([2])
-    _, goals, weights = predictor(tokens, lengths, positions, present, torch.tensor([False]))
-    places = torch.cat([positions, torch.zeros(1, 1, 2)], dim=1)
-    expected = weights[0, :2] @ places[0] + torch.tensor([-2.0, 0.0])
-    assert torch.allclose(goals[0, :2], expected, atol=1e-4)
 
 
 def test_two_copies_of_a_goal_predictor_act_as_one(renderer, two_block_task):

@@ -109,7 +109,6 @@ class GoalLearner(pl.LightningModule):
         dropout: float = 0.1,
         translate: float = 4.0,
         relabel: float = 0.0,
-        relation: bool = False,
     ):
         super().__init__()
         if (
@@ -124,7 +123,7 @@ class GoalLearner(pl.LightningModule):
             )
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
-        self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout, relation)
+        self.predictor = GoalPredictor(len(vocabulary), word_dim, dim, heads, layers, dropout)
         self.label_words = LabelWords(vocabulary) if relabel else None
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
 

@@ -169,7 +169,6 @@ def load_goal_predictor(
         record["heads"],
         record["layers"],
         record.get("dropout", 0.0),
-        record.get("relation", False),
     )
     predictor.load_state_dict(_weights(checkpoint, "predictor."))
     return predictor.to(map_location).eval(), list(record["vocabulary"])

@@ -7,9 +7,7 @@ tokens read each other (one transformer layer: "between the Toyota and the SRI b
 
 - which block moves: a softmax over the present blocks;
 - where it goes: ``goal = sum_k a_k (p_k + o_k)``, a softmax ``a`` over the tokens choosing the reference (the
-  board token stands at the centre, for "the top left corner") and an offset ``o_k`` from each. With
-  ``relation=True`` the offset takes the symbolic systems' form, a relation to the reference: a softmax over nine
-  directions (the eight neighbours' and "on it") times a distance, ``o = d * sum_c r_c u_c``.
+  board token stands at the centre, for "the top left corner") and an offset ``o_k`` from each.
 
 Positions and goals are in block lengths. The network never sees a picture, so it trains on the corpus's 11,196
 instructions in minutes, and what it learns is about words and layouts, not pixels.
@@ -24,10 +22,6 @@ from torch import nn
 from blocks.world.geometry import MAX_BLOCKS
 
 BOARD_TOKEN = MAX_BLOCKS  # the index of the board's own token, after the 20 blocks
-# The relations' directions in block lengths: on it, the four sides, the four diagonal neighbours.
-DIRECTIONS = torch.tensor(
-    [[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1], [1, 1], [1, -1], [-1, 1], [-1, -1]], dtype=torch.float32
-)
 
 
 class GoalPredictor(nn.Module):
@@ -39,10 +33,8 @@ class GoalPredictor(nn.Module):
         heads: int = 4,
         layers: int = 2,
         dropout: float = 0.0,
-        relation: bool = False,
     ):
         super().__init__()
-        self.relation = relation
         self.dropout = nn.Dropout(dropout)
         self.dim = dim
         self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
@@ -58,10 +50,7 @@ class GoalPredictor(nn.Module):
         )
         self.moved = nn.Linear(dim, 1)
         self.reference = nn.Linear(dim, 1)
-        # A free offset (x, y), or nine direction logits and a distance (relation).
-        outputs = len(DIRECTIONS) + 1 if relation else 2
-        self.offset = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, outputs))
-        self.register_buffer("directions", DIRECTIONS.clone(), persistent=False)
+        self.offset = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, 2))
 
     def forward(
         self,
@@ -92,11 +81,9 @@ class GoalPredictor(nn.Module):
         scores = torch.einsum("bkd,bjd->bkj", x[:, :MAX_BLOCKS], x) / self.dim**0.5
         scores = scores + self.reference(x).squeeze(-1)[:, None, :]
         weights = scores.masked_fill(absent[:, None, :], float("-inf")).softmax(-1)  # (B, 20, 21)
-        offsets = self.offset(x[:, None, :, :] * x[:, :MAX_BLOCKS, None, :])  # (B, 20, 21, 2 or 10)
-        if self.relation:
-            direction = offsets[..., :-1].softmax(-1) @ self.directions
-            offsets = F.softplus(offsets[..., -1:]) * direction
-        targets = places[:, None] + offsets  # (B, 20, 21, 2)
+        targets = places[:, None] + self.offset(
+            x[:, None, :, :] * x[:, :MAX_BLOCKS, None, :]
+        )  # (B, 20, 21, 2)
         goals = (weights[..., None] * targets).sum(2)
         return moved, goals, weights
 
