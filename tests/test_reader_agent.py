@@ -271,3 +271,73 @@ def test_the_shipped_reader_places_blocks_finer_than_its_cells_when_it_reads_shi
 
     once, shifted = median_error(1), median_error(4)
     assert shifted < 0.08 and shifted < once / 2
+
+
+def _line_up_batch(n: int, seed: int) -> dict[str, torch.Tensor]:
+    """Boards of three blocks; block 0 goes to block 1's column and block 2's row ("in line with both")."""
+    g = torch.Generator().manual_seed(seed)
+    positions = torch.zeros(n, 20, 2)
+    positions[:, :3] = 6 * torch.rand(n, 3, 2, generator=g) - 3
+    present = torch.zeros(n, 20, dtype=torch.bool)
+    present[:, :3] = True
+    return {
+        "tokens": torch.full((n, 1), 2),
+        "lengths": torch.ones(n, dtype=torch.long),
+        "positions": positions,
+        "present": present,
+        "logo": torch.zeros(n, dtype=torch.bool),
+        "block": torch.zeros(n, dtype=torch.long),
+        "goal": torch.stack([positions[:, 1, 0], positions[:, 2, 1]], dim=-1),
+    }
+
+
+def _predict(predictor: GoalPredictor, batch: dict[str, torch.Tensor]):
+    return predictor(*(batch[k] for k in ("tokens", "lengths", "positions", "present", "logo")))
+
+
+def test_axis_references_start_as_one_softmax_and_learn_a_column_and_a_row_from_two_blocks():
+    from blocks.learn.goal import goal_errors
+    from blocks.model.goal_predictor import goal_losses
+
+    torch.manual_seed(0)
+    predictor = GoalPredictor(len(WORDS), dim=32, heads=2, layers=1, axis_references=True)
+    train, held_out = _line_up_batch(128, 0), _line_up_batch(128, 1)
+    _, _, weights = _predict(predictor, train)
+    assert weights.shape == (128, 20, 21, 2) and torch.allclose(weights[..., 0], weights[..., 1])
+    optimizer = torch.optim.Adam(predictor.parameters(), lr=3e-3)
+    for _ in range(150):
+        moved, goals, _ = _predict(predictor, train)
+        loss = sum(goal_losses(moved, goals, train["block"], train["goal"]))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    _, error, _ = goal_errors(predictor.eval(), held_out)
+    _, _, weights = _predict(predictor, held_out)
+    column, row = weights[:, 0, :, 0].argmax(-1), weights[:, 0, :, 1].argmax(-1)
+    assert error.mean() < 0.3
+    assert (column == 1).float().mean() > 0.9 and (row == 2).float().mean() > 0.9
+
+
+def test_translate_board_shifts_the_board_centre_with_the_blocks(monkeypatch):
+    from blocks.learn.goal import GoalLearner
+
+    batch = _line_up_batch(8, 0)
+    seen = {}
+    for moves_board in (False, True):
+        learner = GoalLearner(
+            WORDS, dim=16, heads=2, layers=1, position_noise=0.0, translate_board=moves_board
+        )
+        forward = learner.predictor.forward
+
+        def spy(tokens, lengths, positions, present, logo, origin=None, forward=forward):
+            seen["shift"] = (positions - batch["positions"])[:, 0]
+            seen["origin"] = origin
+            return forward(tokens, lengths, positions, present, logo, origin)
+
+        monkeypatch.setattr(learner.predictor, "forward", spy)
+        learner.training_step(batch, 0)
+        assert seen["shift"].abs().max() > 0.1
+        if moves_board:
+            assert torch.allclose(seen["origin"], seen["shift"])
+        else:
+            assert seen["origin"] is None

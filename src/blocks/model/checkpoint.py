@@ -169,6 +169,7 @@ def load_goal_predictor(
         record["heads"],
         record["layers"],
         record.get("dropout", 0.0),
+        record.get("axis_references", False),
     )
     predictor.load_state_dict(_weights(checkpoint, "predictor."))
     return predictor.to(map_location).eval(), list(record["vocabulary"])

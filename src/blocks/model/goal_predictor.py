@@ -7,7 +7,9 @@ tokens read each other (one transformer layer: "between the Toyota and the SRI b
 
 - which block moves: a softmax over the present blocks;
 - where it goes: ``goal = sum_k a_k (p_k + o_k)``, a softmax ``a`` over the tokens choosing the reference (the
-  board token stands at the centre, for "the top left corner") and an offset ``o_k`` from each.
+  board token stands at the board's centre, for "the top left corner") and an offset ``o_k`` from each. With
+  ``axis_references`` each coordinate has its own softmax, so that the goal may take its column from one block
+  and its row from another ("left until it is in line with the SRI block").
 
 Positions and goals are in block lengths. The network never sees a picture, so it trains on the corpus's 11,196
 instructions in minutes, and what it learns is about words and layouts, not pixels.
@@ -33,6 +35,7 @@ class GoalPredictor(nn.Module):
         heads: int = 4,
         layers: int = 2,
         dropout: float = 0.0,
+        axis_references: bool = False,
     ):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
@@ -49,7 +52,17 @@ class GoalPredictor(nn.Module):
             for _ in range(layers)
         )
         self.moved = nn.Linear(dim, 1)
-        self.reference = nn.Linear(dim, 1)
+        self.axis_references = axis_references
+        self.reference = nn.Linear(dim, 2 if axis_references else 1)
+        if axis_references:
+            # Each axis's query is the block's token plus a learnt correction that starts at zero: at
+            # initialisation both axes choose the reference as the single softmax does.
+            self.axis_query = nn.Linear(dim, 2 * dim)
+            nn.init.zeros_(self.axis_query.weight)
+            nn.init.zeros_(self.axis_query.bias)
+            with torch.no_grad():
+                self.reference.weight[1] = self.reference.weight[0]
+                self.reference.bias[1] = self.reference.bias[0]
         self.offset = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, 2))
 
     def forward(
@@ -59,10 +72,13 @@ class GoalPredictor(nn.Module):
         positions: torch.Tensor,
         present: torch.Tensor,
         logo: torch.Tensor,
+        origin: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Word ids ``(B, T)`` and lengths, block positions ``(B, 20, 2)`` in block lengths, ``present (B, 20)``
         and ``logo (B,)`` -> (moved-block log-probs ``(B, 20)``, per-block goals ``(B, 20, 2)`` if that block
-        moved, reference weights ``(B, 21, 20)``). The goal of the block that moves is ``goals[b, moved]``."""
+        moved, reference weights ``(B, 20, 21, A)``: for each candidate block, over the 21 tokens, one softmax
+        (``A = 1``) or one per axis (``A = 2``)). The goal of the block that moves is ``goals[b, moved]``.
+        ``origin (B, 2)``: where the board's centre stands in the positions' frame (default: at 0)."""
         batch = tokens.shape[0]
         words, _ = self.lstm(self.dropout(self.word_embedding(tokens)))
         padding = (
@@ -70,7 +86,8 @@ class GoalPredictor(nn.Module):
         )
         labels = torch.arange(MAX_BLOCKS, device=tokens.device)[None] + MAX_BLOCKS * logo.long()[:, None]
         labels = torch.cat([labels, torch.full((batch, 1), 2 * MAX_BLOCKS, device=tokens.device)], dim=1)
-        places = torch.cat([positions, positions.new_zeros(batch, 1, 2)], dim=1)  # the board at the centre
+        centre = positions.new_zeros(batch, 2) if origin is None else origin.to(positions)
+        places = torch.cat([positions, centre[:, None]], dim=1)
         x = self.label(labels) + self.place(places)
         absent = torch.cat([~present, present.new_zeros(batch, 1)], dim=1)
         for read, relate in zip(self.read_words, self.relate, strict=True):
@@ -78,13 +95,15 @@ class GoalPredictor(nn.Module):
             x = relate(x, src_key_padding_mask=absent)
         moved = self.moved(x[:, :MAX_BLOCKS]).squeeze(-1).masked_fill(~present, float("-inf")).log_softmax(-1)
         # The goal of each candidate block: its own reference weights over all tokens (blocks and the board).
-        scores = torch.einsum("bkd,bjd->bkj", x[:, :MAX_BLOCKS], x) / self.dim**0.5
-        scores = scores + self.reference(x).squeeze(-1)[:, None, :]
-        weights = scores.masked_fill(absent[:, None, :], float("-inf")).softmax(-1)  # (B, 20, 21)
+        query = x[:, :MAX_BLOCKS, None, :]  # (B, 20, 1, D): one query, or one per axis
+        if self.axis_references:
+            query = query + self.axis_query(query).view(batch, MAX_BLOCKS, 2, self.dim)
+        scores = torch.einsum("bkad,bjd->bkja", query, x) / self.dim**0.5 + self.reference(x)[:, None]
+        weights = scores.masked_fill(absent[:, None, :, None], float("-inf")).softmax(2)  # (B, 20, 21, A)
         targets = places[:, None] + self.offset(
             x[:, None, :, :] * x[:, :MAX_BLOCKS, None, :]
         )  # (B, 20, 21, 2)
-        goals = (weights[..., None] * targets).sum(2)
+        goals = (weights * targets).sum(2)
         return moved, goals, weights
 
 
