@@ -317,27 +317,3 @@ def test_axis_references_start_as_one_softmax_and_learn_a_column_and_a_row_from_
     assert error.mean() < 0.3
     assert (column == 1).float().mean() > 0.9 and (row == 2).float().mean() > 0.9
 
-
-def test_translate_board_shifts_the_board_centre_with_the_blocks(monkeypatch):
-    from blocks.learn.goal import GoalLearner
-
-    batch = _line_up_batch(8, 0)
-    seen = {}
-    for moves_board in (False, True):
-        learner = GoalLearner(
-            WORDS, dim=16, heads=2, layers=1, position_noise=0.0, translate_board=moves_board
-        )
-        forward = learner.predictor.forward
-
-        def spy(tokens, lengths, positions, present, logo, origin=None, forward=forward):
-            seen["shift"] = (positions - batch["positions"])[:, 0]
-            seen["origin"] = origin
-            return forward(tokens, lengths, positions, present, logo, origin)
-
-        monkeypatch.setattr(learner.predictor, "forward", spy)
-        learner.training_step(batch, 0)
-        assert seen["shift"].abs().max() > 0.1
-        if moves_board:
-            assert torch.allclose(seen["origin"], seen["shift"])
-        else:
-            assert seen["origin"] is None

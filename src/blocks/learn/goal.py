@@ -110,7 +110,6 @@ class GoalLearner(pl.LightningModule):
         translate: float = 4.0,
         relabel: float = 0.0,
         axis_references: bool = False,
-        translate_board: bool = False,
     ):
         super().__init__()
         if (
@@ -136,18 +135,17 @@ class GoalLearner(pl.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to
-        # ``translate`` block lengths (with ``translate_board`` the board's centre too, so that "the bottom edge"
-        # stays where it is), and every block jittered by ``position_noise``; with ``relabel``, the labels of a
-        # board's blocks exchanged, in the words too.
+        # ``translate`` block lengths, and every block jittered by ``position_noise``; with ``relabel``, the labels
+        # of a board's blocks exchanged, in the words too. The board's centre stays put: shifted with the blocks
+        # it trained far worse (docs/experiments/read-and-plan.md).
         if self.label_words is not None:
             batch = relabel(batch, self.label_words, self.hparams.relabel)
         shift = self.hparams.translate * (2 * torch.rand(len(batch["goal"]), 1, 2, device=self.device) - 1)
         positions = (
             batch["positions"] + shift + self.hparams.position_noise * torch.randn_like(batch["positions"])
         )
-        origin = shift[:, 0] if self.hparams.translate_board else None
         moved, goals, _ = self.predictor(
-            batch["tokens"], batch["lengths"], positions, batch["present"], batch["logo"], origin
+            batch["tokens"], batch["lengths"], positions, batch["present"], batch["logo"]
         )
         block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0])
         loss = self.hparams.block_loss_weight * block_loss + goal_loss

@@ -72,13 +72,11 @@ class GoalPredictor(nn.Module):
         positions: torch.Tensor,
         present: torch.Tensor,
         logo: torch.Tensor,
-        origin: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Word ids ``(B, T)`` and lengths, block positions ``(B, 20, 2)`` in block lengths, ``present (B, 20)``
         and ``logo (B,)`` -> (moved-block log-probs ``(B, 20)``, per-block goals ``(B, 20, 2)`` if that block
         moved, reference weights ``(B, 20, 21, A)``: for each candidate block, over the 21 tokens, one softmax
-        (``A = 1``) or one per axis (``A = 2``)). The goal of the block that moves is ``goals[b, moved]``.
-        ``origin (B, 2)``: where the board's centre stands in the positions' frame (default: at 0)."""
+        (``A = 1``) or one per axis (``A = 2``)). The goal of the block that moves is ``goals[b, moved]``."""
         batch = tokens.shape[0]
         words, _ = self.lstm(self.dropout(self.word_embedding(tokens)))
         padding = (
@@ -86,8 +84,7 @@ class GoalPredictor(nn.Module):
         )
         labels = torch.arange(MAX_BLOCKS, device=tokens.device)[None] + MAX_BLOCKS * logo.long()[:, None]
         labels = torch.cat([labels, torch.full((batch, 1), 2 * MAX_BLOCKS, device=tokens.device)], dim=1)
-        centre = positions.new_zeros(batch, 2) if origin is None else origin.to(positions)
-        places = torch.cat([positions, centre[:, None]], dim=1)
+        places = torch.cat([positions, positions.new_zeros(batch, 1, 2)], dim=1)  # the board at the centre
         x = self.label(labels) + self.place(places)
         absent = torch.cat([~present, present.new_zeros(batch, 1)], dim=1)
         for read, relate in zip(self.read_words, self.relate, strict=True):
