@@ -8,6 +8,9 @@ Prints one JSON line:
   mean, median, 90th percentile), and how often it tells logos from digits;
 - block choice and goal, teacher-forced: the share of moved blocks the goal predictor names and the distance
   (block lengths) from its goal to the true one, reading the true positions, then reading the perceived ones;
+- with ``--by-kind`` (a goal checkpoint): where the teacher-forced mean comes from, with the true positions: each
+  range of error's share of the examples and of the mean, and the mean error of instructions by the words they
+  use (alignments, the board's edges, counted steps, "between");
 - with ``--agent`` (both checkpoints): the read-and-plan agent's own error on the split and what execution adds
   to the teacher-forced goal error with the perceived positions (``execution_loss``), split by how the episode
   went: stopped at once (the predictor unsure of the block), moved another block than the instruction's, had a
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import numpy as np
 import torch
@@ -44,6 +48,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N examples of the split")
     parser.add_argument(
         "--agent", action="store_true", help="also run the read-and-plan agent (both checkpoints)"
+    )
+    parser.add_argument(
+        "--by-kind", action="store_true", help="split the goal error by its size and the instruction's words"
     )
     args = parser.parse_args()
     torch.set_grad_enabled(False)
@@ -83,11 +90,49 @@ def main() -> None:
                 "goal_error_median": round(float(error.median()), 3),
                 "true_block_goal_error_mean": round(float(forced.mean()), 3),
             }
+        if args.by_kind:
+            found, error, _ = (torch.cat(p) for p in zip(*readings["true_positions"], strict=True))
+            texts = [" ".join(x.tokens) for x in examples]
+            record["by_kind"] = error_by_kind(error.numpy(), found.numpy(), texts)
         if args.agent and reader is not None:
             _, error, _ = (torch.cat(p) for p in zip(*readings["perceived_positions"], strict=True))
             agent = ReadAndPlanAgent.from_checkpoints(args.reader, args.goal)
             record["agent"] = execution_loss(agent, examples, renderer, error.numpy())
     print(json.dumps(record))
+
+
+KINDS = {
+    "alignment": r"\b(line|lined|lines|row|column|even|level|aligned|align|same)\b",
+    "board_edges": r"\b(edge|corner|center|centre|middle|very|square|board|page|grid|screen|table)\b",
+    # "2 block spaces", "one block length"; not "the 6 block", a digit board's label
+    "counted_steps": r"\b(\d+|one|two|three|four|five|six|half)\s+(block\s+)?"
+    r"(space|spaces|square|squares|length|lengths|unit|units|step|steps)\b",
+    "between": r"\bbetween\b",
+}
+SIZES = ((0.0, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, 5.0), (5.0, float("inf")))
+
+
+def error_by_kind(error: np.ndarray, found: np.ndarray, texts: list[str]) -> dict[str, object]:
+    """Each error range's share of the examples and of the mean (a wrong block apart), and the mean error of the
+    instructions of each kind against the rest. Kinds overlap; the regular expressions are in ``KINDS``."""
+    n = len(error)
+    parts = {"wrong_block": ~found} | {
+        f"{lo:g}-{hi:g}": found & (error >= lo) & (error < hi) for lo, hi in SIZES
+    }
+    record: dict[str, object] = {
+        "by_size": {
+            name: {"share": round(float(rows.mean()), 4), "of_mean": round(float(error[rows].sum() / n), 3)}
+            for name, rows in parts.items()
+        }
+    }
+    for kind, pattern in KINDS.items():
+        rows = np.array([re.search(pattern, t) is not None for t in texts])
+        record[kind] = {
+            "share": round(float(rows.mean()), 4),
+            "mean": round(float(error[rows].mean()), 3) if rows.any() else None,
+            "rest_mean": round(float(error[~rows].mean()), 3) if (~rows).any() else None,
+        }
+    return record
 
 
 def execution_loss(

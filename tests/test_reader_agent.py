@@ -317,3 +317,19 @@ def test_axis_references_start_as_one_softmax_and_learn_a_column_and_a_row_from_
     assert error.mean() < 0.3
     assert (column == 1).float().mean() > 0.9 and (row == 2).float().mean() > 0.9
 
+
+def test_stage_errors_splits_the_goal_error_by_size_and_by_the_instructions_words():
+    from tests.test_checkpoints_and_tools import _script
+
+    texts = ["move it in line with the sri block", "slide the 6 block 2 spaces up", "put it between a and b",
+             "move the 6 block to the top left corner"]  # fmt: skip
+    error, found = np.array([0.2, 3.0, 1.5, 8.0]), np.array([True, True, True, False])
+    record = _script("stage_errors").error_by_kind(error, found, texts)
+    sizes = record["by_size"]
+    assert sizes["wrong_block"] == {"share": 0.25, "of_mean": 2.0}
+    assert sizes["0-0.5"]["of_mean"] == 0.05 and sizes["2-5"]["of_mean"] == 0.75
+    assert sum(part["of_mean"] for part in sizes.values()) == pytest.approx(error.mean())
+    assert record["alignment"] == {"share": 0.25, "mean": 0.2, "rest_mean": 4.167}
+    assert record["counted_steps"]["mean"] == 3.0 and record["between"]["mean"] == 1.5
+    assert record["board_edges"]["mean"] == 8.0  # "the 6 block" alone is a label, not a count
+    assert record["counted_steps"]["share"] == 0.25
