@@ -82,8 +82,8 @@ def main() -> None:
                 positions, present, logo = reader.read(images)
                 seen = {**batch, "positions": positions / BLOCK_SIDE, "present": present, "logo": logo}
                 readings["perceived_positions"].append(goal_errors(predictor, seen))
-        for name, parts in readings.items():
-            found, error, forced = (torch.cat(p) for p in zip(*parts, strict=True))
+        joined = {name: [torch.cat(p) for p in zip(*parts, strict=True)] for name, parts in readings.items()}
+        for name, (found, error, forced) in joined.items():
             record[name] = {
                 "block_accuracy": round(float(found.float().mean()), 4),
                 "goal_error_mean": round(float(error.mean()), 3),
@@ -91,11 +91,11 @@ def main() -> None:
                 "true_block_goal_error_mean": round(float(forced.mean()), 3),
             }
         if args.by_kind:
-            found, error, _ = (torch.cat(p) for p in zip(*readings["true_positions"], strict=True))
+            found, error, _ = joined["true_positions"]
             texts = [" ".join(x.tokens) for x in examples]
             record["by_kind"] = error_by_kind(error.numpy(), found.numpy(), texts)
         if args.agent and reader is not None:
-            _, error, _ = (torch.cat(p) for p in zip(*readings["perceived_positions"], strict=True))
+            _, error, _ = joined["perceived_positions"]
             agent = ReadAndPlanAgent.from_checkpoints(args.reader, args.goal)
             record["agent"] = execution_loss(agent, examples, renderer, error.numpy())
     print(json.dumps(record))

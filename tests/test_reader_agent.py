@@ -331,5 +331,5 @@ def test_stage_errors_splits_the_goal_error_by_size_and_by_the_instructions_word
     assert sum(part["of_mean"] for part in sizes.values()) == pytest.approx(error.mean())
     assert record["alignment"] == {"share": 0.25, "mean": 0.2, "rest_mean": 4.167}
     assert record["counted_steps"]["mean"] == 3.0 and record["between"]["mean"] == 1.5
-    assert record["board_edges"]["mean"] == 8.0  # "the 6 block" alone is a label, not a count
-    assert record["counted_steps"]["share"] == 0.25
+    assert record["board_edges"]["mean"] == 8.0
+    assert record["counted_steps"]["share"] == 0.25  # "the 6 block" alone is a label, not a count
