@@ -581,6 +581,56 @@ def test_a_run_stopped_after_an_epoch_and_resumed_ends_with_the_same_weights(kin
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
 
 
+@pytest.mark.parametrize("interval, stop_after", [(0.25, 2), (0.5, 0), (0.25, 7)])
+def test_a_run_stopped_mid_epoch_validates_every_check_through_later_resumes(interval, stop_after, corpus_root,
+                                                                            tmp_path):  # fmt: skip
+    """Stopped with SIGTERM (right after a validation, between two, at an epoch's end), resumed to its end, then
+    resumed again for one more epoch: the run validates at the same steps, and ends with the same weights, as one
+    that was never stopped. (The stop's checkpoint once counted the batch fetched but not trained, and the last
+    validation of every later resume was dropped.)"""
+    import os
+    import signal
+
+    import pytorch_lightning as pl
+
+    from blocks.learn.callbacks import GracefulStop
+
+    validated: list[tuple[int, int]] = []
+
+    class SendSignal(pl.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            if trainer.current_epoch == 0 and batch_idx == stop_after:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    class Validations(pl.Callback):
+        def on_validation_end(self, trainer, module):
+            validated.append((trainer.current_epoch, trainer.global_step))
+
+    def fit(folder, max_epochs, extra=(), ckpt_path=None) -> dict[str, torch.Tensor]:
+        pl.seed_everything(0)
+        dm = RolloutDataModule(root=str(corpus_root), batch_size=2, chunks_per_update=2, max_train_examples=8,
+                               max_val_examples=2, seed=3)  # fmt: skip
+        learner = BanditLearner(dm.vocabulary.to_list(), lr=1e-3)
+        checkpoints = pl.callbacks.ModelCheckpoint(folder, "{epoch}-{step}", save_top_k=-1, save_last=True)
+        trainer = pl.Trainer(max_epochs=max_epochs, logger=False, enable_progress_bar=False, num_sanity_val_steps=0,
+                             val_check_interval=interval, enable_model_summary=False,
+                             callbacks=[checkpoints, GracefulStop(), Validations(), *extra])  # fmt: skip
+        trainer.fit(learner, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)
+        return {k: v.clone() for k, v in learner.state_dict().items()}
+
+    fit(tmp_path / "whole", 2)
+    whole = fit(tmp_path / "whole", 3, ckpt_path=str(tmp_path / "whole" / "last.ckpt"))
+    reference, validated[:] = list(validated), []
+    assert len(reference) == 3 * round(1 / interval)  # 8 batches an epoch, a check every 2 or 4
+    with pytest.raises(SystemExit):
+        fit(tmp_path / "stopped", 2, [SendSignal()])
+    last = str(tmp_path / "stopped" / "last.ckpt")
+    fit(tmp_path / "stopped", 2, ckpt_path=last)
+    resumed = fit(tmp_path / "stopped", 3, ckpt_path=last)
+    assert validated == reference
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole)
+
+
 @pytest.mark.parametrize(
     "kind, signum",
     [("supervised", "SIGINT"), ("supervised_replay", "SIGTERM"), ("bandit", "SIGTERM"), ("bandit", "SIGINT")],

@@ -89,6 +89,13 @@ class GracefulStop(pl.Callback):
             # Its own: else the resumed run, finding a last.ckpt it did not write, saves last-v1.ckpt beside it
             # and leaves this one behind, stale, for the next ckpt_path=auto.
             keeper.last_model_path = str(path)
+        # The trainer has fetched this batch (counted "ready") but not started it. Left so, the checkpoint's
+        # progress counts one batch more than it trained, and every later resume from this run (a boundary
+        # one too) takes a wrong restart path that drops the validation closing its last epoch. Uncounted, the
+        # checkpoint is the one a callback would have written as the previous batch ended.
+        progress = trainer.fit_loop.epoch_loop.batch_progress
+        progress.total.ready, progress.current.ready = progress.total.completed, progress.current.completed
+        progress.is_last_batch = False  # it described the fetched batch; the previous one was not the last
         trainer.save_checkpoint(path, weights_only=False)  # the whole state: optimizer, loops, data position
         log.warning("stopped at step %d; saved %s: resume with ckpt_path=%s", trainer.global_step, path, path)
         raise SystemExit(128 + self.received)
