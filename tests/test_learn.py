@@ -155,7 +155,7 @@ def test_stream_shards_by_rank_with_equal_counts(monkeypatch, two_block_task):
 
     examples = list(range(10))
     stream = RolloutStream.__new__(RolloutStream)
-    stream.examples, stream.rollouts_per_batch, stream.seed, stream.fixed_order = examples, 3, 0, False
+    stream.examples, stream.rollouts_per_batch, stream.seed = examples, 3, 0
     shards = []
     for rank in (0, 1):
         monkeypatch.setattr(data, "distributed_rank", lambda rank=rank: (rank, 2))
@@ -164,23 +164,6 @@ def test_stream_shards_by_rank_with_equal_counts(monkeypatch, two_block_task):
     assert set(shards[0]) | set(shards[1]) == set(examples)
     monkeypatch.setattr(data, "distributed_rank", lambda: (0, 1))
     assert not np.array_equal(stream.shard(0), stream.shard(1))  # a new order each epoch
-    stream.fixed_order = True  # the release's order: shuffled once, replayed every epoch
-    assert np.array_equal(stream.shard(0), stream.shard(3)) and set(stream.shard(3)) == set(examples)
-
-
-def test_fixed_order_replays_the_first_epochs_episodes_in_order(corpus_root):
-    def tasks_of_epochs(fixed_order: bool) -> list[list]:
-        dm = RolloutDataModule(root=str(corpus_root), batch_size=2, max_train_examples=6, seed=0,
-                               fixed_order=fixed_order)  # fmt: skip
-        dm.attach_policy(PolicyNetwork(len(dm.vocabulary)))
-        epochs = []
-        for _ in range(2):
-            pieces = list(dm.train_dataloader())
-            epochs.append([piece.pending._collect.args[0] for piece in pieces if piece.index == 0])
-        return epochs
-
-    fixed, shuffled = tasks_of_epochs(True), tasks_of_epochs(False)
-    assert fixed[0] == fixed[1] == shuffled[0] and shuffled[1] != shuffled[0]
 
 
 def test_stream_state_resumes_where_it_stopped(corpus_root):

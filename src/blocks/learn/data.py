@@ -479,7 +479,6 @@ class RolloutStream(IterableDataset):
         demonstrations: Callable[[Task], Demonstration | None] = demonstration,
         oracle: Oracle | None = None,
         simulator: str = "numpy",
-        fixed_order: bool = False,
     ):
         episodes_per_update = episodes_per_update or rollouts_per_batch
         if episodes_per_update < 1 or rollouts_per_batch % episodes_per_update:
@@ -499,7 +498,6 @@ class RolloutStream(IterableDataset):
         self.chunks_per_update = chunks_per_update
         self.frames = frames
         self.seed = seed
-        self.fixed_order = fixed_order  # epoch 0's order of the examples in every epoch
         self.policy: PolicyNetwork | None = None
         self.oracle = oracle  # labels every visited state (the oracle learner); None for the bandit
         self.oracle_rollin = 0.0  # probability of the oracle's action at each step (with an oracle)
@@ -518,12 +516,9 @@ class RolloutStream(IterableDataset):
         return self.rollouts_per_epoch() * self.batches_per_rollout
 
     def shard(self, epoch: int) -> np.ndarray:
-        """This rank's examples for ``epoch``, in order; with ``fixed_order`` epoch 0's in every epoch (the
-        release shuffled its examples once). The episodes' sampling seeds still change with the epoch."""
         return epoch_shard(
-            len(self.examples), self.rollouts_per_epoch() * self.rollouts_per_batch, self.seed,
-            0 if self.fixed_order else epoch,
-        )  # fmt: skip
+            len(self.examples), self.rollouts_per_epoch() * self.rollouts_per_batch, self.seed, epoch
+        )
 
     def __iter__(self):
         if self.policy is None:
@@ -571,7 +566,6 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         chunks_per_update: int | None = None,
         simulator: str = "numpy",
         absent_move_fails: bool = False,
-        fixed_order: bool = False,
         **kwargs,
     ):
         """``batch_size`` episodes per rollout, one optimizer step per ``episodes_per_update`` of them (default: all,
@@ -581,13 +575,11 @@ class RolloutDataModule(StreamState, BlocksDataModule):
         (small pieces stay in cache), with the torch world 1 (on a GPU each piece only adds kernel launches: one
         H200 trained at about 1,600 frames/s with 16 pieces, 23,500 with one; docs/results.md#speed).
         ``absent_move_fails`` pays moves of blocks that are not on the board as failed moves
-        (:class:`~blocks.world.rewards.RewardConfig`). ``fixed_order``: the examples in the first epoch's order
-        every epoch, as the release replayed them."""
+        (:class:`~blocks.world.rewards.RewardConfig`)."""
         super().__init__(**kwargs)
         if simulator not in SIMULATORS:
             raise ConfigError(f"data.simulator={simulator!r}: choose one of {', '.join(SIMULATORS)}")
         self.simulator = simulator
-        self.fixed_order = fixed_order
         self.reward = dataclasses.replace(RewardConfig.preset(reward), absent_move_fails=absent_move_fails)
         self.reward_name = reward
         self.horizon = horizon
@@ -614,7 +606,6 @@ class RolloutDataModule(StreamState, BlocksDataModule):
             self.seed,
             self.demonstrations,
             simulator=self.simulator,
-            fixed_order=self.fixed_order,
         )
 
     def attach_policy(
