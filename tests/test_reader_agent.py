@@ -333,3 +333,35 @@ def test_stage_errors_splits_the_goal_error_by_size_and_by_the_instructions_word
     assert record["counted_steps"]["mean"] == 3.0 and record["between"]["mean"] == 1.5
     assert record["board_edges"]["mean"] == 8.0
     assert record["counted_steps"]["share"] == 0.25  # "the 6 block" alone is a label, not a count
+
+
+def test_a_pretrained_encoder_reads_the_words_frozen_unsaved_and_once_per_instruction(monkeypatch):
+    """The option's encoder tells left from right (the pruned word-vector table could not), is neither trained
+    nor written into the predictor's weights, and reads an instruction seen before from its cache."""
+    from blocks.model.goal_predictor import goal_losses
+
+    words = ["<pad>", "<unk>", "move", "the", "bmw", "left", "right", "of", "toyota"]
+    predictor = GoalPredictor(len(words), dim=16, heads=2, layers=1, text_encoder="minilm", vocabulary=words)
+    assert not any("encoder" in key or "bert" in key for key in predictor.state_dict())
+    assert sum(p.numel() for p in predictor.parameters()) < 200_000  # the encoder's 22.7 M are not among them
+    left, right = [2, 3, 4, 5, 7, 3, 8], [2, 3, 4, 6, 7, 3, 8]
+    tokens = torch.tensor([left, right])
+    lengths = torch.tensor([7, 7])
+    states, padding = predictor.text(tokens, lengths)
+    assert states.shape[-1] == 384 and not padding.any()
+    assert torch.cosine_similarity(states[0], states[1], dim=-1).min() < 0.95  # "left" and "right" differ
+
+    calls = []
+    encode = predictor.text._encode
+    monkeypatch.setattr(predictor.text, "_encode", lambda rows: calls.append(rows) or encode(rows))
+    again, _ = predictor.text(tokens.flip(0), lengths)
+    assert calls == [] and torch.equal(again, states.flip(0))
+    predictor.text(torch.tensor([[2, 4, 5, 0]]), torch.tensor([3]))
+    assert calls == [[(2, 4, 5)]]
+
+    batch = _line_up_batch(4, 0)
+    batch["tokens"], batch["lengths"] = torch.tensor([left] * 4), torch.full((4,), 7)
+    moved, goals, _ = _predict(predictor, batch)
+    sum(goal_losses(moved, goals, batch["block"], batch["goal"])).backward()
+    assert predictor.lstm.weight_ih_l0.grad is not None and predictor.lstm.weight_ih_l0.shape[1] == 384
+    assert all(p.grad is None and not p.requires_grad for p in predictor.text._encoder[0].parameters())

@@ -110,6 +110,7 @@ class GoalLearner(pl.LightningModule):
         translate: float = 4.0,
         relabel: float = 0.0,
         axis_references: bool = False,
+        text_encoder: str | None = None,
     ):
         super().__init__()
         if (
@@ -125,7 +126,7 @@ class GoalLearner(pl.LightningModule):
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
         self.predictor = GoalPredictor(
-            len(vocabulary), word_dim, dim, heads, layers, dropout, axis_references
+            len(vocabulary), word_dim, dim, heads, layers, dropout, axis_references, text_encoder, vocabulary
         )
         self.label_words = LabelWords(vocabulary) if relabel else None
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()

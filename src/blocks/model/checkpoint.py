@@ -170,6 +170,8 @@ def load_goal_predictor(
         record["layers"],
         record.get("dropout", 0.0),
         record.get("axis_references", False),
+        record.get("text_encoder"),
+        record["vocabulary"],
     )
     predictor.load_state_dict(_weights(checkpoint, "predictor."))
     return predictor.to(map_location).eval(), list(record["vocabulary"])

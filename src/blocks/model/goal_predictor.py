@@ -17,10 +17,13 @@ instructions in minutes, and what it learns is about words and layouts, not pixe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from blocks.model.pretrained_text import STATE_DIM, PretrainedText
 from blocks.world.geometry import MAX_BLOCKS
 
 BOARD_TOKEN = MAX_BLOCKS  # the index of the board's own token, after the 20 blocks
@@ -36,11 +39,22 @@ class GoalPredictor(nn.Module):
         layers: int = 2,
         dropout: float = 0.0,
         axis_references: bool = False,
+        text_encoder: str | None = None,
+        vocabulary: Sequence[str] | None = None,
     ):
+        """``text_encoder``: read the words with a frozen pretrained encoder (:class:`PretrainedText`, which
+        needs the ``vocabulary``'s words) instead of word embeddings trained here."""
         super().__init__()
         self.dropout = nn.Dropout(dropout)
         self.dim = dim
-        self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+        if text_encoder is None:
+            self.text = None
+            self.word_embedding = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+        else:
+            if vocabulary is None or len(vocabulary) != vocab_size:
+                raise ValueError("a pretrained text encoder needs the vocabulary's words")
+            self.text = PretrainedText(vocabulary, text_encoder)
+            word_dim = STATE_DIM
         self.lstm = nn.LSTM(word_dim, dim // 2, batch_first=True, bidirectional=True)
         self.label = nn.Embedding(2 * MAX_BLOCKS + 1, dim)  # digit labels, logo labels, the board
         self.place = nn.Sequential(nn.Linear(2, dim), nn.ReLU(), nn.Linear(dim, dim))
@@ -78,10 +92,15 @@ class GoalPredictor(nn.Module):
         moved, reference weights ``(B, 20, 21, A)``: for each candidate block, over the 21 tokens, one softmax
         (``A = 1``) or one per axis (``A = 2``)). The goal of the block that moves is ``goals[b, moved]``."""
         batch = tokens.shape[0]
-        words, _ = self.lstm(self.dropout(self.word_embedding(tokens)))
-        padding = (
-            torch.arange(tokens.shape[1], device=tokens.device)[None] >= lengths.to(tokens.device)[:, None]
-        )
+        if self.text is None:
+            words, _ = self.lstm(self.dropout(self.word_embedding(tokens)))
+            padding = (
+                torch.arange(tokens.shape[1], device=tokens.device)[None]
+                >= lengths.to(tokens.device)[:, None]
+            )
+        else:
+            states, padding = self.text(tokens, lengths)
+            words, _ = self.lstm(self.dropout(states))
         labels = torch.arange(MAX_BLOCKS, device=tokens.device)[None] + MAX_BLOCKS * logo.long()[:, None]
         labels = torch.cat([labels, torch.full((batch, 1), 2 * MAX_BLOCKS, device=tokens.device)], dim=1)
         places = torch.cat([positions, positions.new_zeros(batch, 1, 2)], dim=1)  # the board at the centre
