@@ -5,7 +5,9 @@ all-MiniLM-L6-v2 (6 layers, 384 dimensions, 22.7 M parameters, English, uncased)
 time. The encoder is frozen and kept out of the module tree: its weights are neither trained nor saved in a
 checkpoint. An instruction's word ids are written back as words, read by the encoder, and its last layer's states
 (one per word piece) are what the predictor's LSTM reads instead of its own word embeddings. The states of an
-instruction seen before are taken from a cache, since the encoder costs more than the rest of the predictor.
+instruction seen before are taken from a cache, since the encoder costs more than the rest of the predictor; the
+cache stops growing at ``cache_limit`` instructions (20,000: the corpus's training and tuning instructions and
+the first relabelled copies, about 0.8 GB), so that relabelled copies, rarely seen twice, do not fill memory.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def _minilm_folder() -> Path:
 class PretrainedText(nn.Module):
     """Word ids of one vocabulary -> the frozen encoder's states ``(B, P, 384)`` and their padding ``(B, P)``."""
 
-    def __init__(self, vocabulary: Sequence[str], name: str = "minilm", cache_limit: int = 60_000):
+    def __init__(self, vocabulary: Sequence[str], name: str = "minilm", cache_limit: int = 20_000):
         super().__init__()
         if name not in ENCODERS:
             raise ConfigError(f"model.text_encoder must be one of {ENCODERS} or null, got {name!r}")
