@@ -365,3 +365,46 @@ def test_a_pretrained_encoder_reads_the_words_frozen_unsaved_and_once_per_instru
     sum(goal_losses(moved, goals, batch["block"], batch["goal"])).backward()
     assert predictor.lstm.weight_ih_l0.grad is not None and predictor.lstm.weight_ih_l0.shape[1] == 384
     assert all(p.grad is None and not p.requires_grad for p in predictor.text._encoder[0].parameters())
+
+
+def test_the_encoders_tuned_top_layer_starts_as_the_pretrained_one_trains_and_is_saved(tmp_path):
+    """``text_tuned_layers=1``: at the start the words read exactly as through the frozen encoder; the top layer's
+    copy (not the frozen encoder) gets gradients, at its own learning rate, and a saved checkpoint loads it back."""
+    from blocks.learn.goal import GoalLearner
+    from blocks.model.checkpoint import load_goal_predictor
+    from blocks.model.goal_predictor import goal_losses
+
+    words = ["<pad>", "<unk>", "move", "the", "bmw", "left", "right", "of", "toyota"]
+    tokens, lengths = torch.tensor([[2, 3, 4, 5, 7, 3, 8], [2, 4, 6, 0, 0, 0, 0]]), torch.tensor([7, 3])
+    frozen = GoalPredictor(len(words), dim=16, heads=2, layers=1, text_encoder="minilm", vocabulary=words)
+    learner = GoalLearner(
+        words, dim=16, heads=2, layers=1, text_encoder="minilm", text_tuned_layers=1, text_lr=1e-4
+    )
+    text = learner.predictor.text.eval()
+    assert text.frozen_depth == 5 and len(text.top) == 1
+    expected, padding = frozen.text(tokens, lengths)
+    states, same_padding = text(tokens, lengths)
+    assert torch.equal(padding, same_padding) and padding[1].any() and not padding[0].any()  # row 1 pads
+    assert torch.allclose(states[~padding], expected[~padding], atol=1e-5)
+
+    top_group, tuned_group = learner.configure_optimizers().param_groups
+    assert tuned_group["lr"] == 1e-4 and top_group["lr"] == learner.hparams.lr
+    assert {id(p) for p in tuned_group["params"]} == {id(p) for p in text.top.parameters()}
+
+    learner.train()
+    batch = _line_up_batch(2, 0)
+    batch["tokens"], batch["lengths"] = tokens, lengths
+    moved, goals, _ = _predict(learner.predictor, batch)
+    sum(goal_losses(moved, goals, batch["block"], batch["goal"])).backward()
+    assert all(p.grad is not None for p in text.top.parameters())
+    assert all(p.grad is None for p in text._encoder[0].parameters())
+
+    with torch.no_grad():
+        for p in text.top.parameters():
+            p.add_(0.01)
+    path = tmp_path / "tuned.ckpt"
+    torch.save({"state_dict": learner.state_dict(), "hyper_parameters": dict(learner.hparams)}, path)
+    loaded, _ = load_goal_predictor(path)
+    for mine, theirs in zip(text.top.parameters(), loaded.text.top.parameters(), strict=True):
+        assert torch.equal(mine, theirs)
+    assert not torch.allclose(loaded.text(tokens, lengths)[0][~padding], expected[~padding], atol=1e-3)
