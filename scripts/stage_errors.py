@@ -1,6 +1,6 @@
 """Where the read-and-plan agent loses: the error of each stage on a split, measured apart (ours).
 
-    python scripts/stage_errors.py --reader <perception.ckpt> --goal <goal_predictor.ckpt> --split dev
+    python scripts/stage_errors.py --reader <perception.ckpt> --goal <goal_predictor.ckpt> [<more> ...] --split dev
 
 Prints one JSON line:
 - perception: the share of present blocks the board reader places within half a block length of where they
@@ -42,7 +42,9 @@ from blocks.world.transitions import pad_boards
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reader", help="a model=perception checkpoint")
-    parser.add_argument("--goal", help="a model=goal_predictor checkpoint")
+    parser.add_argument(
+        "--goal", nargs="+", help="a model=goal_predictor checkpoint, or several read as one (one vocabulary)"
+    )
     parser.add_argument("--split", default="dev", choices=SPLITS)
     parser.add_argument("--root", default=None, help="corpus folder (default: $BLOCKS_DATA)")
     parser.add_argument("--limit", type=int, default=None, help="first N examples of the split")
@@ -69,8 +71,10 @@ def main() -> None:
             logo_hits.append((reader.read(batch["images"])[2] == batch["logo"]).numpy())
         record["perception"]["decoration_accuracy"] = float(np.concatenate(logo_hits).mean())
     if args.goal:
-        predictor, words = load_goal_predictor(args.goal)
-        vocabulary = Vocabulary(words)
+        loaded = [load_goal_predictor(path) for path in args.goal]
+        if any(words != loaded[0][1] for _, words in loaded):
+            parser.error("the goal checkpoints read different vocabularies")
+        predictor, vocabulary = [p for p, _ in loaded], Vocabulary(loaded[0][1])
         readings = {"true_positions": [], "perceived_positions": []} if reader else {"true_positions": []}
         for start in range(0, len(examples), 128):
             chunk = examples[start : start + 128]

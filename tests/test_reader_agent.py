@@ -152,6 +152,11 @@ def test_the_goal_predictor_fits_a_few_instructions(corpus_root):
         optimizer.step()
     found, after, _ = goal_errors(predictor, batch)
     assert found.float().mean() > 0.9 and after.mean() < 0.5 * before.mean()
+    # Read as one with an untrained copy between two of it, the goals are its own: the median, not the mean.
+    untrained = GoalPredictor(len(vocabulary), dim=64, heads=2, layers=1)
+    found_three, three, _ = goal_errors([predictor, untrained, predictor], batch)
+    same = found & found_three
+    assert same.float().mean() > 0.8 and torch.allclose(three[same], after[same], atol=1e-5)
 
 
 def test_two_copies_of_a_goal_predictor_act_as_one(renderer, two_block_task):

@@ -18,7 +18,7 @@ import torch
 from blocks.agents.baselines import Agent, Seed
 from blocks.corpus.text import Vocabulary, tokenize
 from blocks.model.checkpoint import load_goal_predictor, load_reader
-from blocks.model.goal_predictor import GoalPredictor
+from blocks.model.goal_predictor import GoalPredictor, combine_readings
 from blocks.model.perception import BoardReader
 from blocks.model.policy import pad_token_ids
 from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS, STOP
@@ -110,10 +110,7 @@ class ReadAndPlanAgent(Agent):
             )
             for predictor, (tokens, lengths) in zip(self.predictors, self.texts, strict=True)
         ]
-        moved = torch.stack([m for m, _, _ in readings]).mean(0).log_softmax(-1)
-        # The median goal of an ensemble (the mean of two): one member reading the instruction against another
-        # reference block does not drag the goal between the two.
-        goals = torch.stack([g for _, g, _ in readings]).quantile(0.5, dim=0)
+        moved, goals = combine_readings(readings)
         confidence, block = moved.exp().max(-1)
         goal = goals[torch.arange(len(rows)), block] * BLOCK_SIDE
         unsure = (confidence < self.min_block_probability).cpu().numpy()

@@ -23,7 +23,7 @@ from blocks.corpus.loader import Example
 from blocks.errors import ConfigError
 from blocks.learn.data import BlocksDataModule, EpochOrder
 from blocks.learn.relabel import LabelWords, relabel
-from blocks.model.goal_predictor import GoalPredictor, goal_losses
+from blocks.model.goal_predictor import GoalPredictor, combine_readings, goal_losses
 from blocks.model.policy import pad_token_ids
 from blocks.world.geometry import BLOCK_SIDE
 from blocks.world.planner import moved_block
@@ -78,12 +78,15 @@ class GoalDataModule(BlocksDataModule):
 
 
 def goal_errors(
-    predictor: GoalPredictor, batch: dict[str, torch.Tensor]
+    predictor: GoalPredictor | Sequence[GoalPredictor], batch: dict[str, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(block found, goal error of the predicted block's goal, goal error of the true block's), per example."""
-    moved, goals, _ = predictor(
-        batch["tokens"], batch["lengths"], batch["positions"], batch["present"], batch["logo"]
-    )
+    """(block found, goal error of the predicted block's goal, goal error of the true block's), per example.
+    Several predictors (one vocabulary) read as one, as the read-and-plan agent combines them."""
+    predictors = [predictor] if isinstance(predictor, GoalPredictor) else predictor
+    moved, goals = combine_readings(
+        [p(batch["tokens"], batch["lengths"], batch["positions"], batch["present"], batch["logo"])
+         for p in predictors]
+    )  # fmt: skip
     rows = torch.arange(len(moved))
     chosen = moved.argmax(-1)
     error = torch.linalg.vector_norm(goals[rows, chosen] - batch["goal"], dim=-1)

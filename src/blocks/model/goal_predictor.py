@@ -125,6 +125,16 @@ class GoalPredictor(nn.Module):
         return moved, goals, weights
 
 
+def combine_readings(
+    readings: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Several predictors' readings of the same boards as one (an ensemble): the mean of their block
+    log-probabilities, renormalised, and the median of their goals (the mean of two), so that one member reading
+    the instruction against another reference block does not drag the goal between the two."""
+    moved = torch.stack([m for m, _, _ in readings]).mean(0).log_softmax(-1)
+    return moved, torch.stack([g for _, g, _ in readings]).quantile(0.5, dim=0)
+
+
 def goal_losses(
     moved: torch.Tensor, goals: torch.Tensor, true_block: torch.Tensor, true_goal: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
