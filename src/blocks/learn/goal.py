@@ -114,40 +114,28 @@ class GoalLearner(pl.LightningModule):
         relabel: float = 0.0,
         axis_references: bool = False,
         text_encoder: str | None = None,
-        text_tuned_layers: int = 0,
-        text_lr: float = 5e-5,
     ):
-        """``text_lr``: the learning rate of the pretrained encoder's tuned layers (``text_tuned_layers``), far
-        below the rest's, as pretrained layers are fine-tuned."""
         super().__init__()
         if (
             lr <= 0
             or min(position_noise, block_loss_weight, translate) < 0
             or not 0 <= dropout < 1
             or not 0 <= relabel <= 1
-            or text_lr <= 0
-            or (text_tuned_layers and text_encoder is None)
         ):
             raise ConfigError(
                 "model.lr must be positive, model.position_noise, model.block_loss_weight and model.translate >= 0, "
-                "model.dropout in [0, 1), model.relabel in [0, 1], model.text_lr positive; "
-                "model.text_tuned_layers needs model.text_encoder"
+                "model.dropout in [0, 1), model.relabel in [0, 1]"
             )
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
         self.predictor = GoalPredictor(
-            len(vocabulary), word_dim, dim, heads, layers, dropout, axis_references, text_encoder, vocabulary,
-            text_tuned_layers,
-        )  # fmt: skip
+            len(vocabulary), word_dim, dim, heads, layers, dropout, axis_references, text_encoder, vocabulary
+        )
         self.label_words = LabelWords(vocabulary) if relabel else None
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        text = self.predictor.text
-        tuned = set(text.top.parameters()) if text is not None else set()
-        rest = [p for p in self.parameters() if p not in tuned]
-        groups = [{"params": rest}] + ([{"params": list(tuned), "lr": self.hparams.text_lr}] if tuned else [])
-        return torch.optim.Adam(groups, lr=self.hparams.lr)
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to

@@ -41,11 +41,9 @@ class GoalPredictor(nn.Module):
         axis_references: bool = False,
         text_encoder: str | None = None,
         vocabulary: Sequence[str] | None = None,
-        text_tuned_layers: int = 0,
     ):
-        """``text_encoder``: read the words with a pretrained encoder (:class:`PretrainedText`, which needs the
-        ``vocabulary``'s words) instead of word embeddings trained here; frozen but for its top
-        ``text_tuned_layers``."""
+        """``text_encoder``: read the words with a frozen pretrained encoder (:class:`PretrainedText`, which
+        needs the ``vocabulary``'s words) instead of word embeddings trained here."""
         super().__init__()
         self.dropout = nn.Dropout(dropout)
         self.dim = dim
@@ -55,7 +53,7 @@ class GoalPredictor(nn.Module):
         else:
             if vocabulary is None or len(vocabulary) != vocab_size:
                 raise ValueError("a pretrained text encoder needs the vocabulary's words")
-            self.text = PretrainedText(vocabulary, text_encoder, tuned_layers=text_tuned_layers)
+            self.text = PretrainedText(vocabulary, text_encoder)
             word_dim = STATE_DIM
         self.lstm = nn.LSTM(word_dim, dim // 2, batch_first=True, bidirectional=True)
         self.label = nn.Embedding(2 * MAX_BLOCKS + 1, dim)  # digit labels, logo labels, the board

@@ -8,14 +8,10 @@ checkpoint. An instruction's word ids are written back as words, read by the enc
 instruction seen before are taken from a cache, since the encoder costs more than the rest of the predictor; the
 cache stops growing at ``cache_limit`` instructions (20,000: the corpus's training and tuning instructions and
 the first relabelled copies, about 0.8 GB), so that relabelled copies, rarely seen twice, do not fill memory.
-
-With ``tuned_layers`` the encoder's top layers are copied into the module and trained with the predictor (and
-saved with it: 1.8 M parameters a layer); the frozen layers below them are cached as before.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,13 +39,7 @@ def _minilm_folder() -> Path:
 class PretrainedText(nn.Module):
     """Word ids of one vocabulary -> the frozen encoder's states ``(B, P, 384)`` and their padding ``(B, P)``."""
 
-    def __init__(
-        self,
-        vocabulary: Sequence[str],
-        name: str = "minilm",
-        cache_limit: int = 20_000,
-        tuned_layers: int = 0,
-    ):
+    def __init__(self, vocabulary: Sequence[str], name: str = "minilm", cache_limit: int = 20_000):
         super().__init__()
         if name not in ENCODERS:
             raise ConfigError(f"model.text_encoder must be one of {ENCODERS} or null, got {name!r}")
@@ -61,13 +51,6 @@ class PretrainedText(nn.Module):
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         encoder = AutoModel.from_pretrained(folder).eval().requires_grad_(False)
         self._encoder = [encoder]  # a list: not a submodule, so neither trained, moved by .to() nor saved
-        depth = len(encoder.encoder.layer)
-        if not 0 <= tuned_layers <= depth:
-            raise ConfigError(f"model.text_tuned_layers must lie in [0, {depth}], got {tuned_layers}")
-        self.frozen_depth = depth - tuned_layers
-        self.top = nn.ModuleList(
-            copy.deepcopy(layer).requires_grad_(True) for layer in encoder.encoder.layer[self.frozen_depth :]
-        )
         self.cache: dict[tuple[int, ...], torch.Tensor] = {}
         self.cache_limit = cache_limit
 
@@ -75,7 +58,7 @@ class PretrainedText(nn.Module):
     def _encode(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
         texts = [" ".join(self.words[i] for i in row) for row in rows]
         encoded = self.tokenizer(texts, return_tensors="pt", padding=True)
-        states = self._encoder[0](**encoded, output_hidden_states=True).hidden_states[self.frozen_depth]
+        states = self._encoder[0](**encoded).last_hidden_state
         return [s[: int(n)].clone() for s, n in zip(states, encoded["attention_mask"].sum(1), strict=True)]
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -88,10 +71,5 @@ class PretrainedText(nn.Module):
         states = [self.cache[r] if r in self.cache else fresh[r] for r in rows]
         sizes = torch.tensor([len(s) for s in states])
         padded = nn.utils.rnn.pad_sequence(states, batch_first=True).to(tokens.device)
-        padding = (torch.arange(padded.shape[1])[None] >= sizes[:, None]).to(tokens.device)
-        # The tuned layers' attention skips the padding: an additive mask, as the encoder builds for itself.
-        skip = padding[:, None, None, :].float() * torch.finfo(padded.dtype).min
-        for layer in self.top:
-            padded = layer(padded, attention_mask=skip)
-            padded = padded[0] if isinstance(padded, tuple) else padded
-        return padded, padding
+        padding = torch.arange(padded.shape[1])[None] >= sizes[:, None]
+        return padded, padding.to(tokens.device)
