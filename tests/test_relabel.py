@@ -4,7 +4,7 @@ import torch
 from blocks.corpus.text import Vocabulary, tokenize
 from blocks.errors import ConfigError
 from blocks.learn.goal import GoalLearner
-from blocks.learn.relabel import LabelWords, drop_unnamed, relabel
+from blocks.learn.relabel import LabelWords, relabel
 from blocks.model.policy import pad_token_ids
 
 WORDS = Vocabulary(
@@ -89,38 +89,3 @@ def test_labels_without_a_word_stay():
     out = relabel(batch, words, probability=1.0)
     assert torch.equal(out["positions"][:, ~named], batch["positions"][:, ~named])
     assert set(out["block"].tolist()) <= set(torch.nonzero(named).flatten().tolist())
-
-
-def test_only_blocks_the_words_do_not_name_are_taken_off():
-    words = LabelWords(WORDS.to_list())
-    # digit board: blocks 3 and 7 are named, block 3 moves; "2 spaces" is a count, so block 2 may go
-    # logo board: the toyota moves, the bmw is named; only named labels (toyota, bmw, burger, mcdonald's) may go
-    batch = batch_of(
-        ["move block 3 2 spaces left of 7", "move the toyota under the bmw"], [False, True], [2, 17], count=20
-    )
-    out = drop_unnamed(batch, words, probability=1.0)
-    assert torch.equal(torch.nonzero(out["present"][0]).flatten(), torch.tensor([2, 6]))
-    kept = torch.nonzero(out["present"][1]).flatten().tolist()
-    assert 17 in kept and 1 in kept and 2 not in kept and 7 not in kept
-    assert sorted(set(range(20)) - set(kept)) == [2, 7]  # labels without a word stay
-    for key in ("tokens", "positions", "block", "goal"):
-        assert torch.equal(out[key], batch[key])
-    assert torch.equal(drop_unnamed(batch, words, probability=0.0)["present"], batch["present"])
-    # absent blocks stay absent, and about half of the candidates go at 0.5
-    many = batch_of(["move block 3 left of 7"] * 200, [False] * 200, [2] * 200, count=10)
-    half = drop_unnamed(many, words, 0.5, torch.Generator().manual_seed(0))["present"]
-    assert not half[:, 10:].any() and half[:, [2, 6]].all()
-    assert 0.45 < half[:, [0, 1, 3, 4, 5, 7, 8, 9]].float().mean() < 0.55
-
-
-def test_the_dropping_share_is_checked_and_used_in_training():
-    with pytest.raises(ConfigError, match="drop_unnamed"):
-        GoalLearner(WORDS.to_list(), drop_unnamed=-0.1)
-    learner = GoalLearner(WORDS.to_list(), drop_unnamed=1.0)
-    batch = batch_of(["move block 3 left of 7"], [False], [2], count=20)
-    seen = []
-    learner.predictor.forward = lambda tokens, lengths, positions, present, logo: (
-        seen.append(present.clone()) or (torch.zeros(1, 20).log_softmax(-1), torch.zeros(1, 20, 2), None)
-    )
-    learner.training_step(batch, 0)
-    assert torch.equal(torch.nonzero(seen[0][0]).flatten(), torch.tensor([2, 6]))

@@ -22,7 +22,7 @@ from torchmetrics import CatMetric
 from blocks.corpus.loader import Example
 from blocks.errors import ConfigError
 from blocks.learn.data import BlocksDataModule, EpochOrder
-from blocks.learn.relabel import LabelWords, drop_unnamed, relabel
+from blocks.learn.relabel import LabelWords, relabel
 from blocks.model.goal_predictor import GoalPredictor, combine_readings, goal_losses
 from blocks.model.policy import pad_token_ids
 from blocks.world.geometry import BLOCK_SIDE
@@ -114,7 +114,6 @@ class GoalLearner(pl.LightningModule):
         relabel: float = 0.0,
         axis_references: bool = False,
         text_encoder: str | None = None,
-        drop_unnamed: float = 0.0,
     ):
         super().__init__()
         if (
@@ -122,18 +121,17 @@ class GoalLearner(pl.LightningModule):
             or min(position_noise, block_loss_weight, translate) < 0
             or not 0 <= dropout < 1
             or not 0 <= relabel <= 1
-            or not 0 <= drop_unnamed <= 1
         ):
             raise ConfigError(
                 "model.lr must be positive, model.position_noise, model.block_loss_weight and model.translate >= 0, "
-                "model.dropout in [0, 1), model.relabel and model.drop_unnamed in [0, 1]"
+                "model.dropout in [0, 1), model.relabel in [0, 1]"
             )
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
         self.predictor = GoalPredictor(
             len(vocabulary), word_dim, dim, heads, layers, dropout, axis_references, text_encoder, vocabulary
         )
-        self.label_words = LabelWords(vocabulary) if relabel or drop_unnamed else None
+        self.label_words = LabelWords(vocabulary) if relabel else None
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -142,12 +140,9 @@ class GoalLearner(pl.LightningModule):
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to
         # ``translate`` block lengths, and every block jittered by ``position_noise``; with ``relabel``, the labels
-        # of a board's blocks exchanged, in the words too; with ``drop_unnamed``, blocks the words do not name
-        # taken off first. The board's centre stays put: shifted with the blocks it trained far worse
-        # (docs/experiments/read-and-plan.md).
-        if self.hparams.drop_unnamed:
-            batch = drop_unnamed(batch, self.label_words, self.hparams.drop_unnamed)
-        if self.hparams.relabel:
+        # of a board's blocks exchanged, in the words too. The board's centre stays put: shifted with the blocks
+        # it trained far worse (docs/experiments/read-and-plan.md).
+        if self.label_words is not None:
             batch = relabel(batch, self.label_words, self.hparams.relabel)
         shift = self.hparams.translate * (2 * torch.rand(len(batch["goal"]), 1, 2, device=self.device) - 1)
         positions = (

@@ -5,8 +5,6 @@ Swapping the labels of the blocks (the Toyota block becomes the BMW block and th
 and the same names in the words gives another valid example: the same geometry, other labels. The corpus has 66
 training board sequences, so each label is otherwise seen at a few places only; relabelled boards show every
 label everywhere. Only labels present on the board are exchanged, so a digit board keeps its numbers 1..n.
-For the same reason, blocks that the words do not name and that stay put may be taken off a training board
-(:func:`drop_unnamed`): the instruction still holds on a layout the corpus does not have.
 
 Where a name is read in the words:
 - digit boards: a number from 1 to 20 is a label unless a count noun follows it ("2 spaces", "3 blocks");
@@ -106,33 +104,27 @@ class LabelWords:
         """``(20,)`` booleans: the labels with a word in the vocabulary (only these can be exchanged)."""
         return self._named[logo]
 
-    def label_at(self, ids: Sequence[int], position: int, logo: bool) -> int | None:
-        """The label that the word at ``position`` names, or None (a digit followed by a count noun is a count)."""
-        if logo:
-            return self.logo.get(ids[position])
-        following = ids[position + 1] if position + 1 < len(ids) else None
-        return None if following in self.counts else self.digit.get(ids[position])
-
-    def mentioned(self, ids: Sequence[int], logo: bool) -> set[int]:
-        """The labels that the words name."""
-        return {label for p in range(len(ids)) if (label := self.label_at(ids, p, logo)) is not None}
-
     def rewrite(self, ids: Sequence[int], mapping: dict[int, int], logo: bool) -> list[int]:
         """``ids`` with every name of label ``a`` replaced by a name of ``mapping[a]`` (labels not in ``mapping``
         stay)."""
         out: list[int] = []
         replaced = False
         for position, token in enumerate(ids):
-            if replaced and token in self.second:  # "king" after a replaced "burger"
+            if logo:
+                label = self.logo.get(token)
+                if replaced and token in self.second:
+                    replaced = False
+                    continue
                 replaced = False
-                continue
-            label = self.label_at(ids, position, logo)
-            replaced = False
-            if label is not None and label in mapping:
-                replacement = (self.logo_word if logo else self.digit_word).get(mapping[label])
-                if replacement is not None:
-                    out.append(replacement)
-                    replaced = logo
+                if label is not None and label in mapping and mapping[label] in self.logo_word:
+                    out.append(self.logo_word[mapping[label]])
+                    replaced = True
+                    continue
+            else:
+                label = self.digit.get(token)
+                following = ids[position + 1] if position + 1 < len(ids) else None
+                if label is not None and label in mapping and following not in self.counts:
+                    out.append(self.digit_word[mapping[label]])
                     continue
             out.append(token)
         return out
@@ -169,27 +161,4 @@ def relabel(
     batch.update(
         positions=positions, block=block, tokens=padded.to(tokens.device), lengths=counts.to(lengths.device)
     )
-    return batch
-
-
-def drop_unnamed(
-    batch: dict[str, torch.Tensor],
-    words: LabelWords,
-    probability: float,
-    generator: torch.Generator | None = None,
-) -> dict[str, torch.Tensor]:
-    """A copy of a goal-predictor batch where each block that the words do not name and that does not move is
-    taken off the board with ``probability``: another layout for the same instruction. Blocks whose label has no
-    word in the vocabulary stay, since the words may name them in a spelling the vocabulary lacks."""
-    batch = dict(batch)
-    present = batch["present"].cpu()
-    candidate = present.clone()
-    for row in range(len(present)):
-        logo = bool(batch["logo"][row])
-        ids = batch["tokens"][row, : int(batch["lengths"][row])].tolist()
-        candidate[row] &= words.named(logo)
-        candidate[row, sorted(words.mentioned(ids, logo))] = False
-        candidate[row, int(batch["block"][row])] = False
-    dropped = candidate & (torch.rand(present.shape, generator=generator) < probability)
-    batch["present"] = (present & ~dropped).to(batch["present"].device)
     return batch
