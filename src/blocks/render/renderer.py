@@ -23,21 +23,19 @@ BOARD_COLOR = (255, 255, 178)
 BACKGROUND_COLOR = (105, 97, 92)
 BLOCK_COLOR = (90, 245, 110)
 GLYPH_RESOLUTION = 96  # decorations are composed at this size, then shrunk to the face
+DIGIT_GLYPHS = Path(__file__).with_name("digits.png")
 
 
-def _digit_glyph(number: int, size: int = GLYPH_RESOLUTION) -> np.ndarray:
-    """Black digits filling most of a green square, RGB ``(size, size, 3)``."""
-    face = np.empty((size, size, 3), np.uint8)
-    face[:] = BLOCK_COLOR
-    text = str(number)
-    font, thickness = cv2.FONT_HERSHEY_SIMPLEX, max(2, size // 9)
-    (width, height), _ = cv2.getTextSize(text, font, 1.0, thickness)
-    scale = 0.86 * size / max(width, height)
-    thickness = max(2, round(thickness * scale * 0.8))
-    (width, height), baseline = cv2.getTextSize(text, font, scale, thickness)
-    origin = ((size - width) // 2, (size + height) // 2)
-    cv2.putText(face, text, origin, font, scale, (0, 0, 0), thickness, cv2.LINE_AA)
-    return face
+def _digit_glyphs() -> list[np.ndarray]:
+    """The faces of blocks 1-20, RGB ``(96, 96, 3)`` each, read from ``digits.png``: drawn once with OpenCV
+    5.0's Hershey font, since each OpenCV release draws those digits differently (scripts/draw_digit_glyphs.py)."""
+    strip = cv2.imread(str(DIGIT_GLYPHS), cv2.IMREAD_COLOR)
+    if strip is None or strip.shape != (GLYPH_RESOLUTION, MAX_BLOCKS * GLYPH_RESOLUTION, 3):
+        raise FileNotFoundError(f"{DIGIT_GLYPHS}: missing or not the 20 digit faces; reinstall the package")
+    return [
+        np.ascontiguousarray(strip[:, i * GLYPH_RESOLUTION : (i + 1) * GLYPH_RESOLUTION, ::-1])
+        for i in range(MAX_BLOCKS)
+    ]
 
 
 def _logo_glyph(path: Path, size: int = GLYPH_RESOLUTION) -> np.ndarray:
@@ -64,7 +62,7 @@ class Renderer:
         self.size = size
         self.camera = Camera(size)
         self.background = self._draw_background()
-        glyphs = {"digit": [_digit_glyph(i + 1) for i in range(MAX_BLOCKS)]}
+        glyphs = {"digit": _digit_glyphs()}
         if logos:
             glyphs["logo"] = [_logo_glyph(ensure_file(f"textures/{b}.png", data_root)) for b in LOGO_BRANDS]
         else:
