@@ -12,8 +12,6 @@ refuses another OpenCV, so that running it again rewrites the same pixels.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import cv2
 import numpy as np
 
@@ -46,9 +44,7 @@ def main() -> None:
     strip = np.concatenate([digit_glyph(i + 1) for i in range(MAX_BLOCKS)], axis=1)
     if not cv2.imwrite(str(DIGIT_GLYPHS), strip[..., ::-1]):
         raise SystemExit(f"could not write {DIGIT_GLYPHS}")
-    print(
-        f"{DIGIT_GLYPHS}: {strip.shape[1] // GLYPH_RESOLUTION} digits, {Path(DIGIT_GLYPHS).stat().st_size} bytes"
-    )
+    print(f"{DIGIT_GLYPHS}: {MAX_BLOCKS} digits, {DIGIT_GLYPHS.stat().st_size} bytes")
 
 
 if __name__ == "__main__":
