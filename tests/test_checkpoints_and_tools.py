@@ -458,6 +458,39 @@ def test_sweep_summary_pairs_each_run_with_the_reference(tmp_path):
     )
 
 
+def test_sweep_summary_pairs_with_a_reference_kept_outside_the_sweep(tmp_path, capsys):
+    """Figure 4's 100 % in a later world is the approach's run, kept in another folder: ``--also`` lists it with
+    its value read from its composed config and pairs the sweep's runs of its seed against it."""
+    from blocks.learn.sweep import main
+
+    figures = {"mean_error": 0.0, "median_error": 0.0}
+    header = "uid,episode,error,min_distance,steps,hit_horizon,reached_goal,failed_moves"
+    for folder, errors in (
+        (tmp_path / "sweep" / "fraction=0.5,seed=42", [3.0, 4.0]),
+        (tmp_path / "kept", [1.0, 2.0]),
+    ):
+        _finished_run(folder, 42, [5.0], {**figures, "mean_error": float(np.mean(errors))})
+        rows = [f"dev/{i},{i},{e},{e},10,False,False,0" for i, e in enumerate(errors)]
+        (folder / "episodes.csv").write_text("\n".join([header, *rows]) + "\n")
+    (tmp_path / "sweep" / "fraction=0.5,seed=42" / ".hydra" / "overrides.yaml").write_text(
+        "- data.demonstration_fraction=0.5\n- seed=42\n"
+    )
+    (tmp_path / "kept" / ".hydra" / "config.yaml").write_text(
+        "seed: 42\ndata:\n  demonstration_fraction: 1.0\n"
+    )
+    argv = [str(tmp_path / "sweep"), "--key", "data.demonstration_fraction", "--reference", "1.0"]
+    main([*argv, "--also", str(tmp_path / "kept")])
+    summary = capsys.readouterr().out
+    assert "| 0.5 | 42 | 5.00 | 3.50 |" in summary and "+2.00 (+2.00 to +2.00)" in summary
+    assert (
+        "| 1.0 | 42 |" in summary
+        and str(tmp_path / "kept") in (tmp_path / "sweep" / "summary.csv").read_text()
+    )
+    with pytest.raises(SystemExit):
+        main([*argv, "--also", str(tmp_path / "missing")])
+    assert "not a finished run" in capsys.readouterr().err
+
+
 def _finished_run(folder: Path, seed: int, tune: list[float], figures: dict, checkpoint: str | None = None,
                   split: str = "dev", limit: int | None = None) -> Path:  # fmt: skip
     """A run folder as train.py leaves it: final_eval.json, the overrides, the CSV log."""

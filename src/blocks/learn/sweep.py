@@ -7,9 +7,10 @@ job's paired difference from the reference job with a 95 % bootstrap interval ov
 with several seeds also gets the best of them, picked on the tuning split: the paper's best of three); as
 ``summary.csv`` and ``summary.md`` in the sweep folder, with the jobs' tuning curves in ``curves.png`` and the
 dev errors beside the paper's in ``paper.png``. An
-interrupted sweep can be summarised by hand:
+interrupted sweep can be summarised by hand, runs kept elsewhere (a reference) added with ``--also``:
 
     python -m blocks.learn.sweep logs/ablations --key ablation --reference none
+    python -m blocks.learn.sweep logs/figure4 --key data.demonstration_fraction --reference 1.0 --also <run>
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,10 +148,16 @@ def best_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return min(runs, key=lambda r: np.inf if np.isnan(r["tune_error"]) else r["tune_error"])
 
 
-def summarize_sweep(folder: Path, key: str, reference: str) -> list[dict[str, Any]]:
-    """Rows for every finished job under ``folder``; writes summary.csv, summary.md and curves.png there."""
-    jobs = sorted(p.parent for p in folder.glob("*/final_eval.json"))
+def summarize_sweep(
+    folder: Path, key: str, reference: str, also: Sequence[Path] = ()
+) -> list[dict[str, Any]]:
+    """Rows for every finished job under ``folder`` and the finished runs ``also`` names (a reference trained or
+    kept elsewhere, e.g. the approach for Figure 4's 100 %); writes summary.csv, summary.md and curves.png there."""
+    jobs = sorted(p.parent for p in folder.glob("*/final_eval.json")) + [Path(run) for run in also]
     rows = [run_row(job, key) for job in jobs]
+    for job, row in zip(jobs, rows, strict=True):
+        if job.parent != folder:
+            row["folder"] = str(job)
     # Each run against the reference run of its own seed (the same supervised start), else the first reference.
     bases = {row["seed"]: job for job, row in zip(jobs, rows, strict=True) if row["value"] == reference}
     for job, row in zip(jobs, rows, strict=True):
@@ -226,8 +234,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("folder", type=Path, help="the sweep folder (hydra.sweep.dir)")
     parser.add_argument("--key", required=True, help="the swept override, e.g. ablation")
     parser.add_argument("--reference", required=True, help="the value the others are compared with")
+    parser.add_argument(
+        "--also",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="RUN",
+        help="finished runs outside the folder to list and pair too (e.g. a kept reference)",
+    )
     args = parser.parse_args(argv)
-    summarize_sweep(args.folder, args.key, args.reference)
+    for run in args.also:
+        if not (run / "final_eval.json").is_file():
+            parser.error(f"{run} is not a finished run: it has no final_eval.json")
+    summarize_sweep(args.folder, args.key, args.reference, args.also)
     print((args.folder / "summary.md").read_text())
 
 
