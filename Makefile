@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 # Test processes (pytest-xdist), one torch thread each: most of a test's time is one Python process starting up or
 # stepping small boards, so a second process fills the second core. WORKERS=0 runs everything in one process.
 WORKERS ?= 2
+PYTEST := OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -n $(WORKERS) --dist worksteal
 
 .PHONY: install test test-all lint eval bench train clean
 
@@ -20,10 +21,10 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)  ## the fast in-process tests (under 3 minutes on 2 CPU cores)
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -n $(WORKERS) --dist worksteal -m "not slow"
+	$(PYTEST) -m "not slow"
 
 test-all: $(STAMP)  ## every test, the end-to-end runs included: what CI runs
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -n $(WORKERS) --dist worksteal
+	$(PYTEST)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

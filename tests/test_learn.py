@@ -264,10 +264,8 @@ def test_supervised_overfits_eight_examples_until_it_replays_them(corpus_root):
     class EveryActionPredicted(pl.Callback):
         def on_train_epoch_end(self, trainer, module):
             with torch.no_grad():
-                policy = module.policy
-                text = policy.encode_instruction(every_step["tokens"], every_step["lengths"])
-                features = policy.joint_features(every_step["images"], text, every_step["previous_action"])
-                distribution = policy.action_distribution(features)
+                text = module.policy.encode_instruction(every_step["tokens"], every_step["lengths"])
+                distribution = module.policy(every_step["images"], text, every_step["previous_action"])
             self.predicted = bool(
                 (distribution.block_log_probs.argmax(1) == every_step["block"]).all()
                 and (distribution.direction_log_probs.argmax(1) == every_step["direction"]).all()
