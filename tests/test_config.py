@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -260,3 +261,24 @@ def test_a_bad_evaluation_value_is_one_line_naming_the_key(override):
         check_integers(cfg, EVAL_INTEGERS)
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         check_integers(compose("eval", overrides=["limit=5", "seed=3"]), EVAL_INTEGERS)  # good values pass
+
+
+def test_a_run_validating_within_an_epoch_names_each_checkpoint_by_its_step():
+    import hydra
+    import torch
+
+    from blocks.learn.train import name_checkpoints_by_step
+
+    def names(*overrides: str) -> set[str]:
+        cfg = composed(*overrides)
+        name_checkpoints_by_step(cfg)
+        callback = hydra.utils.instantiate(cfg.callbacks.model_checkpoint)
+        return {Path(callback.format_checkpoint_name({"epoch": torch.tensor(0), "step": torch.tensor(s)})).name
+                for s in (2799, 5598)}  # fmt: skip
+
+    # Two quarter-epoch validations of epoch 0 must not share a file (the second would overwrite the first).
+    by_step = {"epoch_000_step_002799.ckpt", "epoch_000_step_005598.ckpt"}
+    assert names("model=spo", "+trainer.val_check_interval=0.25") == by_step
+    assert names("model=oracle", "+trainer.val_check_interval=350") == by_step
+    assert names("model=spo") == {"epoch_000.ckpt"}  # once an epoch: the plain name
+    assert names("experiment=paper_dqn") == by_step  # named by step already: unchanged

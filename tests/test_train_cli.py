@@ -102,35 +102,35 @@ def test_resume_from_last_checkpoint_continues_at_the_right_step(corpus_root, tm
 
 def test_resume_from_a_mid_epoch_checkpoint_finishes_that_epoch(corpus_root, tmp_path):
     """Validating (and checkpointing) twice an epoch, then resuming from the middle: the epoch ends at its
-    16th batch (2 updates of 8 pieces) as it would have, validates there and saves its last checkpoint."""
+    16th batch (2 updates of 8 pieces) as it would have, validates there and saves its last checkpoint. No file
+    name is given: each validation's checkpoint must be named by its step, or the second overwrites the first."""
     first, second = tmp_path / "first", tmp_path / "second"
-    name = "callbacks.model_checkpoint.filename='s{step:03d}'"
     mid_epoch = [
         "model=bandit",
         "experiment=smoke",
         "trainer.max_epochs=1",
         "+trainer.val_check_interval=0.5",
-        name,
     ]
+    s001, s002 = "epoch_000_step_000001.ckpt", "epoch_000_step_000002.ckpt"
     run_train([*mid_epoch, f"hydra.run.dir={first}"], tmp_path, corpus_root)
-    middle = torch.load(first / "checkpoints" / "s001.ckpt", weights_only=False)
+    middle = torch.load(first / "checkpoints" / s001, weights_only=False)
     assert middle["RolloutDataModule"] == {"epoch": 0, "consumed": 8} and middle["global_step"] == 1
     # Both validations are on record with their scores; --best exports the lower one.
     scored = validations(first)
-    assert [p.name for p, _ in scored] == ["s001.ckpt", "s002.ckpt"]
+    assert [p.name for p, _ in scored] == [s001, s002]
     assert [round(s, 4) for _, s in scored] == [round(e, 4) for e in val_errors(first)]
     command = ["-m", "blocks.learn.export", "--best", str(first), str(tmp_path / "best.ckpt")]
     out = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True, check=True)
     assert f"best: {best_checkpoint(first)[0].name}" in out.stdout
     assert load_learner(str(tmp_path / "best.ckpt")).kind == "bandit"
     run_train(
-        [*mid_epoch, f"ckpt_path={first}/checkpoints/s001.ckpt", f"hydra.run.dir={second}"],
+        [*mid_epoch, f"ckpt_path={first}/checkpoints/{s001}", f"hydra.run.dir={second}"],
         tmp_path,
         corpus_root,
     )
     end = torch.load(second / "checkpoints" / "last.ckpt", weights_only=False)
     assert end["global_step"] == 2 and end["RolloutDataModule"] == {"epoch": 0, "consumed": 16}
-    assert (second / "checkpoints" / "s002.ckpt").is_file() and len(val_errors(second)) == 1
+    assert (second / "checkpoints" / s002).is_file() and len(val_errors(second)) == 1
 
 
 def test_a_time_limit_ends_the_first_epoch_and_keeps_a_checkpoint(corpus_root, tmp_path):

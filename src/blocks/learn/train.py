@@ -153,6 +153,18 @@ def final_evaluation(
     return record
 
 
+def name_checkpoints_by_step(cfg: DictConfig) -> None:
+    """Put the step in the checkpoint file name when the run validates more than once an epoch: with one name
+    per epoch every validation would overwrite the one before (no version counter), the tune-best among them."""
+    checkpoint = OmegaConf.select(cfg, "callbacks.model_checkpoint")
+    interval = OmegaConf.select(cfg, "trainer.val_check_interval")
+    if checkpoint is None or interval is None or (isinstance(interval, float) and interval == 1.0):
+        return
+    if "{step" not in checkpoint.filename:
+        checkpoint.filename = f"{checkpoint.filename}_step_{{step:06d}}"
+        log.info("trainer.val_check_interval=%s: checkpoints named %s", interval, checkpoint.filename)
+
+
 def resume_path(cfg: DictConfig, folder: Path | None = None, required: bool = True) -> str | None:
     """The checkpoint to resume from, checked readable before anything starts.
 
@@ -225,6 +237,7 @@ def supervised_start(cfg: DictConfig, vocabulary: list[str]) -> str | None:
 def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured learner, then evaluate its selected checkpoint; returns the last logged metrics."""
     check_config(cfg)
+    name_checkpoints_by_step(cfg)
     set_torch_threads(cfg.get("threads"))
     ckpt_path = resume_path(cfg)
     finished = finished_record(cfg, ckpt_path)
