@@ -13,7 +13,7 @@ from omegaconf import OmegaConf, open_dict
 
 from blocks.cli import accepted_keys, one_line, usage_error
 from blocks.errors import CheckpointError, ConfigError
-from blocks.learn.train import check_config, pretraining
+from blocks.learn.train import check_config, name_checkpoints_by_step, pretraining
 
 from .conftest import REPO
 
@@ -146,6 +146,7 @@ def test_the_papers_baselines_train_at_the_approachs_budget_on_the_release_paths
     assert cfg.data.demonstration_route == approach.data.demonstration_route == "release"
     assert cfg.trainer.max_epochs == approach.trainer.max_epochs == 3
     assert cfg.trainer.val_check_interval == 0.25
+    name_checkpoints_by_step(cfg)  # as train.py does
     assert "step" in cfg.callbacks.model_checkpoint.filename  # one file per quarter-epoch validation
     assert ("init_checkpoint" in cfg.model) == (experiment == "paper_reinforce")  # DQN: no supervised start
 
@@ -267,8 +268,6 @@ def test_a_run_validating_within_an_epoch_names_each_checkpoint_by_its_step():
     import hydra
     import torch
 
-    from blocks.learn.train import name_checkpoints_by_step
-
     def names(*overrides: str) -> set[str]:
         cfg = composed(*overrides)
         name_checkpoints_by_step(cfg)
@@ -281,4 +280,6 @@ def test_a_run_validating_within_an_epoch_names_each_checkpoint_by_its_step():
     assert names("model=spo", "+trainer.val_check_interval=0.25") == by_step
     assert names("model=oracle", "+trainer.val_check_interval=350") == by_step
     assert names("model=spo") == {"epoch_000.ckpt"}  # once an epoch: the plain name
-    assert names("experiment=paper_dqn") == by_step  # named by step already: unchanged
+    assert names("experiment=paper_dqn") == by_step  # its quarter-epoch validations: the same rule
+    given = "callbacks.model_checkpoint.filename='s{step:06d}'"  # a name with the step already: kept as given
+    assert names("model=spo", "+trainer.val_check_interval=0.25", given) == {"s002799.ckpt", "s005598.ckpt"}
