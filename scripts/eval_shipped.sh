@@ -16,13 +16,14 @@ run random agent=random
 run demonstrations agent=demonstrations
 run bandit agent=policy ckpt_path=checkpoints/bandit.ckpt
 run supervised agent=policy ckpt_path=checkpoints/supervised.ckpt
+# the paper's rows with three seeds: trained in the previous world, then in the release's (onpolicy, release_world)
+paper_rows="approach supervised reinforce dqn approach_onpolicy reinforce_onpolicy dqn_release_world"
 for s in 42 1 2; do
-  run approach_seed$s agent=policy ckpt_path=checkpoints/paper/approach_seed$s.ckpt
-  run supervised_seed$s agent=policy ckpt_path=checkpoints/paper/supervised_seed$s.ckpt
-  run reinforce_seed$s agent=policy ckpt_path=checkpoints/paper/reinforce_seed$s.ckpt
-  run dqn_seed$s agent=policy ckpt_path=checkpoints/paper/dqn_seed$s.ckpt
+  for m in $paper_rows; do
+    run ${m}_seed$s agent=policy ckpt_path=checkpoints/paper/${m}_seed$s.ckpt
+  done
 done
-for m in approach supervised reinforce dqn; do
+for m in $paper_rows; do
   run ${m}_ensemble agent=policy "ckpt_path=[checkpoints/paper/${m}_seed42.ckpt,checkpoints/paper/${m}_seed1.ckpt,checkpoints/paper/${m}_seed2.ckpt]"
 done
 run bandit_ensemble agent=policy "ckpt_path=[$(ls checkpoints/bandit_ensemble/*.ckpt | paste -sd,)]"
