@@ -3,15 +3,16 @@ that STOP -1 (it reads the failed move's message), this package +1 (docs/experim
 section 4). Also counts the sampled moves of blocks absent from the board: a successful no-op here; in the release
 an inactive cube moved from wherever an earlier episode left it, which fails only when that hidden place is near
 the board's edge or another block. Samples the policy's episodes as the bandit does, on the first N training
-examples.
+examples (``--greedy`` acts as evaluation does; ``--split dev`` reads another split).
 
     python scripts/stop_after_failure.py checkpoints/paper/approach_onpolicy_seed42.ckpt 1000
+    python scripts/stop_after_failure.py <checkpoint> 200 --greedy --split dev
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 
 import numpy as np
 import torch
@@ -23,9 +24,16 @@ from blocks.render.renderer import Renderer
 from blocks.world.geometry import NUM_DIRECTIONS, STOP
 
 torch.set_grad_enabled(False)
-path, limit = sys.argv[1], int(sys.argv[2])
-agent = PolicyAgent.from_checkpoint(path, greedy=False)
-examples = load_split("fit")[:limit]
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("checkpoint")
+parser.add_argument("limit", type=int, help="the first N examples of the split")
+parser.add_argument(
+    "--greedy", action="store_true", help="the greedy policy, as evaluated (default: sampled)"
+)
+parser.add_argument("--split", default="fit", help="fit (training, default), tune or dev")
+args = parser.parse_args()
+agent = PolicyAgent.from_checkpoint(args.checkpoint, greedy=args.greedy)
+examples = load_split(args.split)[: args.limit]
 state: dict[str, np.ndarray] = {}
 counts = {
     "stops": 0,
