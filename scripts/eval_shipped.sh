@@ -31,3 +31,4 @@ run oracle_planner agent=oracle_planner ckpt_path=checkpoints/oracle_planner.ckp
 run distill agent=policy ckpt_path=checkpoints/distill.ckpt
 run read_and_plan agent=read_and_plan agent.reader=checkpoints/board_reader.ckpt agent.goal=checkpoints/goal_predictor.ckpt
 run spo agent=policy ckpt_path=checkpoints/spo.ckpt
+run spo_release_world agent=policy ckpt_path=checkpoints/spo_release_world.ckpt
