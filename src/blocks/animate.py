@@ -100,7 +100,7 @@ def main(argv: list[str]) -> Path:
     from blocks.corpus.download import default_data_root
     from blocks.corpus.loader import load_split
     from blocks.episode import run_episode
-    from blocks.render.renderer import Renderer
+    from blocks.render.factory import make_renderer
 
     cfg = OmegaConf.merge(OmegaConf.create(DEFAULTS), OmegaConf.from_dotlist(argv))
     unknown = set(cfg) - set(DEFAULTS)
@@ -127,7 +127,7 @@ def main(argv: list[str]) -> Path:
         raise ConfigError(f"index={cfg.index} out of range: split {cfg.split} has {len(examples)} examples")
     example = examples[cfg.index]
     instruction = cfg.instruction or example.instruction
-    renderer = Renderer(root, getattr(agent, "image_size", 120))
+    renderer = make_renderer(getattr(agent, "render", "flat"), root, getattr(agent, "image_size", 120))
     episode = run_episode(agent, example.task, instruction, renderer)
     out = Path(cfg.out or f"logs/gif/{cfg.agent}_{cfg.split}_{cfg.index}.gif")
     reading = {k: v[0] for k, v in agent.perceived.items()} if getattr(agent, "perceived", None) else None

@@ -98,9 +98,10 @@ def evaluate_split(
     examples = load_split(split, root)[:limit]
     render_frames = None
     if agent.needs_images:
-        from blocks.render.renderer import Renderer
+        from blocks.render.factory import make_renderer
 
-        render_frames = Renderer(root, getattr(agent, "image_size", image_size)).render
+        picture = getattr(agent, "render", "flat")  # what the agent learnt from, recorded in its checkpoint
+        render_frames = make_renderer(picture, root, getattr(agent, "image_size", image_size)).render
     results = run_episodes(agent, examples, render_frames=render_frames, **kwargs)
     figures = {"split": split, **(record or {}), **summarize(results)}
     output = Path(output)

@@ -23,12 +23,14 @@ def make_env(
     max_tokens: int = 80,
     limit: int | None = None,
     render_mode: str | None = "rgb_array",
+    picture: str = "flat",
 ) -> BlocksEnv:
-    """The examples of ``split`` (the first ``limit`` of them, if set) with the paper's ``reward`` preset."""
+    """The examples of ``split`` (the first ``limit`` of them, if set) with the paper's ``reward`` preset;
+    ``picture`` is ``flat`` or ``release`` (``data.render``)."""
     from blocks.corpus.download import default_data_root
     from blocks.corpus.loader import load_split
     from blocks.corpus.text import Vocabulary, tokenize
-    from blocks.render.renderer import Renderer
+    from blocks.render.factory import make_renderer
     from blocks.world.env import BlocksEnv
     from blocks.world.rewards import RewardConfig
 
@@ -37,7 +39,7 @@ def make_env(
     vocabulary = Vocabulary.build(x.tokens for x in load_split("train", root, exclude_tune=True))
     return BlocksEnv(
         [x.task for x in examples],
-        Renderer(root, image_size).render,
+        make_renderer(picture, root, image_size).render,
         image_size=image_size,
         instructions=[x.instruction for x in examples],
         token_ids=[vocabulary.encode(x.tokens) for x in examples],

@@ -19,6 +19,7 @@ from blocks.errors import ConfigError
 from blocks.model.checkpoint import read_checkpoint
 from blocks.model.distribution import FactoredActionDistribution
 from blocks.model.policy import PolicyNetwork, pad_token_ids
+from blocks.render.factory import render_of
 from blocks.render.history import FrameHistory
 from blocks.world.task import Task
 
@@ -52,7 +53,9 @@ class PolicyAgent(Agent):
         image_size: int = 120,
         greedy: bool = True,
         device: str | torch.device | None = None,
+        render: str = "flat",
     ):
+        """``render`` names the picture the networks learnt from (``data.render``); evaluation draws it."""
         single = isinstance(policy, PolicyNetwork)
         self.policies = [policy] if single else list(policy)
         vocabularies = [vocabulary] if single else list(vocabulary)
@@ -64,6 +67,7 @@ class PolicyAgent(Agent):
         self.vocabularies = [v if isinstance(v, Vocabulary) else Vocabulary(v) for v in vocabularies]
         self.frames = frames
         self.image_size = image_size
+        self.render = render
         self.greedy = greedy
         self.device = (
             torch.device(device) if device is not None else next(self.policies[0].parameters()).device
@@ -84,12 +88,13 @@ class PolicyAgent(Agent):
     ) -> PolicyAgent:
         """Agent of any learner's checkpoint, or an ensemble of several (the record inside rebuilds each network)."""
         checkpoints = [read_checkpoint(p, map_location=device or "cpu") for p in checkpoint_paths(path)]
-        shapes = {(c.frames, c.image_size) for c in checkpoints}
+        shapes = {(c.frames, c.image_size, render_of(c.hparams)) for c in checkpoints}
         if len(shapes) > 1:
             raise ConfigError(
-                f"the ensemble's networks read different inputs (frames, image size): {sorted(shapes)}"
+                f"the ensemble's networks read different inputs (frames, image size, picture): {sorted(shapes)}"
             )
-        frames, image_size = shapes.pop()
+        frames, image_size, render = shapes.pop()
+        options.setdefault("render", render)
         return cls(
             [c.build().to(device or "cpu") for c in checkpoints],
             [c.vocabulary for c in checkpoints],

@@ -64,6 +64,7 @@ class PolicyLearner(pl.LightningModule):
             frames=network.get("frames", 5),
             image_size=network.get("image_size", 120),
             greedy=greedy,
+            render=self.hparams.get("render", "flat"),
         )
 
     def goal_agent(self) -> GoalSeekingAgent:

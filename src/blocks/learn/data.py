@@ -32,8 +32,10 @@ from blocks.learn.rollout import (
     collect_rollout,
 )
 from blocks.model.policy import PolicyNetwork, goal_targets, pad_token_ids
+from blocks.render.factory import RENDERERS, make_renderer
+from blocks.render.release import ReleaseRenderer
 from blocks.render.renderer import Renderer
-from blocks.tensor_world import TensorBlocksEnv, TensorRenderer
+from blocks.tensor_world import TensorBlocksEnv, device_renderer
 from blocks.world.geometry import HORIZON, MAX_BLOCKS, STOP, STOP_DIRECTION
 from blocks.world.planner import Demonstration, Oracle, check_route, demonstration, plan_demonstrations
 from blocks.world.rewards import RewardConfig
@@ -208,8 +210,12 @@ class BlocksDataModule(pl.LightningDataModule):
         seed: int = 0,
         demonstration_route: str = "astar",
         demonstration_fraction: float = 1.0,
+        render: str = "flat",
     ):
         super().__init__()
+        if render not in RENDERERS:
+            raise ConfigError(f"data.render={render!r}: unknown picture; one of {', '.join(RENDERERS)}")
+        self.render = render
         if not 0.0 <= demonstration_fraction <= 1.0:
             raise ConfigError(f"data.demonstration_fraction must lie in [0, 1], got {demonstration_fraction}")
         self.demonstration_fraction = demonstration_fraction
@@ -269,8 +275,8 @@ class BlocksDataModule(pl.LightningDataModule):
         return examples[: self.max_val_examples] if self.max_val_examples is not None else examples
 
     @cached_property
-    def renderer(self) -> Renderer:
-        return Renderer(self.root, self.image_size)
+    def renderer(self) -> Renderer | ReleaseRenderer:
+        return make_renderer(self.render, self.root, self.image_size)
 
     def token_ids(self, examples: Sequence[Example]) -> list[list[int]]:
         return [self.vocabulary.encode(x.tokens) for x in examples]
@@ -442,7 +448,7 @@ class DeviceWorlds:
         device = torch.device(device)
         if device not in self.worlds:
             self.worlds[device] = TensorBlocksEnv(
-                self.env.reward_config, self.env.horizon, TensorRenderer(self.renderer, device),
+                self.env.reward_config, self.env.horizon, device_renderer(self.renderer, device),
                 self.env.demonstrations, device,
             )  # fmt: skip
         return self.worlds[device]

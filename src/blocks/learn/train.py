@@ -70,7 +70,7 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
 
     out = Path(cfg.paths.output_dir) / "pretrain"
     shared = ("root", "image_size", "frames", "max_train_examples", "max_val_examples", "val_batch_size", "seed",
-              "demonstration_route", "demonstration_fraction")  # fmt: skip
+              "demonstration_route", "demonstration_fraction", "render")  # fmt: skip
     data = DemonstrationDataModule(batch_size=cfg.pretrain.batch_size, **{k: cfg.data[k] for k in shared})
     model = SupervisedLearner(
         vocabulary,
@@ -78,6 +78,7 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
         lr=cfg.pretrain.lr,
         goal_loss_weight=cfg.model.goal_loss_weight,
     )
+    model.hparams["render"] = cfg.data.render  # the record names the picture it learnt from
     trainer_cfg = OmegaConf.merge(
         cfg.trainer,
         {
@@ -120,7 +121,7 @@ def final_evaluation(
     from blocks.corpus.loader import load_split
     from blocks.evaluate import run_episodes, write_episodes
     from blocks.paper import comparison_row
-    from blocks.render.renderer import Renderer
+    from blocks.render.factory import make_renderer
     from blocks.world.metrics import summarize
 
     split = OmegaConf.select(cfg, "final_eval.split")
@@ -133,7 +134,7 @@ def final_evaluation(
     examples = load_split(split, cfg.data.root)
     if cfg.final_eval.limit is not None:
         examples = examples[: cfg.final_eval.limit]
-    renderer = Renderer(cfg.data.root, agent.image_size)
+    renderer = make_renderer(getattr(agent, "render", "flat"), cfg.data.root, agent.image_size)
     results = run_episodes(agent, examples, render_frames=renderer.render, progress=True)
     name = _choice("model") or model.kind
     record = {
@@ -256,6 +257,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
         extra["init_checkpoint"] = supervised_start(cfg, extra["vocabulary"])
         pl.seed_everything(cfg.seed, workers=True)
     model = hydra.utils.instantiate(cfg.model, **extra, _convert_="all")
+    if "render" in cfg.data:
+        model.hparams["render"] = cfg.data.render  # the record names the picture it learnt from
 
     trainer: pl.Trainer = hydra.utils.instantiate(
         cfg.trainer,

@@ -6,6 +6,6 @@ without copying frames to the host (``data.simulator=torch``).
 """
 
 from blocks.tensor_world.env import TensorBlocksEnv
-from blocks.tensor_world.renderer import TensorRenderer
+from blocks.tensor_world.renderer import HostRenderer, TensorRenderer, device_renderer
 
-__all__ = ["TensorBlocksEnv", "TensorRenderer"]
+__all__ = ["HostRenderer", "TensorBlocksEnv", "TensorRenderer", "device_renderer"]

@@ -14,6 +14,7 @@ import math
 import torch
 
 from blocks.render.camera import CAMERA_X_OFFSET
+from blocks.render.release import ReleaseRenderer
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS
 
@@ -93,3 +94,30 @@ class TensorRenderer:
         image[:, :, : size * size] = self.background
         image.scatter_(2, pixel[:, None, :].expand(-1, 3, -1), colors)
         return image[:, :, : size * size].reshape(n, 3, size, size)
+
+
+class HostRenderer:
+    """The release's pictures for the torch world: drawn by ``ReleaseRenderer`` on the host, then moved to the
+    device, so both worlds see the same pixels (a host round trip per step: slower than the flat picture's
+    scatter on a GPU)."""
+
+    def __init__(self, renderer: ReleaseRenderer, device: torch.device | str = "cpu"):
+        self.renderer = renderer
+        self.size = renderer.size
+        self.camera = renderer.camera
+        self.device = torch.device(device)
+
+    def render(self, positions: torch.Tensor, present: torch.Tensor, logo: torch.Tensor) -> torch.Tensor:
+        images = self.renderer.render(
+            positions.detach().cpu().numpy(), present.detach().cpu().numpy(), logo.detach().cpu().numpy()
+        )
+        return torch.from_numpy(images).to(self.device)
+
+
+def device_renderer(
+    renderer: Renderer | ReleaseRenderer, device: torch.device | str
+) -> TensorRenderer | HostRenderer:
+    """The torch world's renderer drawing ``renderer``'s pictures on ``device``."""
+    if isinstance(renderer, ReleaseRenderer):
+        return HostRenderer(renderer, device)
+    return TensorRenderer(renderer, device)

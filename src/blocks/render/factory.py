@@ -1,0 +1,25 @@
+"""Pick the picture by name (``data.render``): ``flat`` top faces or the release's ``release`` cubes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from blocks.errors import ConfigError
+from blocks.render.release import ReleaseRenderer
+from blocks.render.renderer import Renderer
+
+RENDERERS = {"flat": Renderer, "release": ReleaseRenderer}
+
+
+def make_renderer(
+    kind: str = "flat", data_root: Path | str | None = None, size: int = 120, logos: bool = True
+) -> Renderer | ReleaseRenderer:
+    """The renderer ``kind`` draws with; an unknown name fails naming the choices."""
+    if kind not in RENDERERS:
+        raise ConfigError(f"data.render={kind!r}: unknown picture; one of {', '.join(RENDERERS)}")
+    return RENDERERS[kind](data_root, size, logos=logos)
+
+
+def render_of(record: dict | None) -> str:
+    """The picture a learner's record was trained on: ``flat`` for checkpoints older than the choice."""
+    return str((record or {}).get("render", "flat"))

@@ -1,0 +1,369 @@
+"""The release's picture: perspective cubes under its light, drawn with numpy (section 8 of docs/environment.md).
+
+The release's Unity camera looks straight down, so each block is a cube whose top face is a square and whose
+sides facing the image centre show as trapezoids that widen toward the corners of the picture. We cast one ray
+per sub-pixel sample through each block's patch and ask which face it meets first: the top (at the block's top
+height), the side facing the camera across x or across z, or nothing; digit labels are text at the cube's
+mid-height drawn over the cube (the release's text mesh ignores depth). Colours are linear functions of the
+image position per face kind (the release's light and glossy materials brighten one corner), fitted on the
+release's own frames by ``scripts/release_frames.py`` and stored in ``release_scene.json``.
+
+Rendering a block costs a few thousand samples, so every block's patch is kept, keyed by its decoration, its
+identity and its position rounded to a quarter pixel (at that rounding two positions give the same picture to
+within the samples' spacing); boards revisit positions, so after warm-up drawing is a masked copy per block.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from blocks.corpus.download import CorpusError, ensure_file
+from blocks.render.camera import CAMERA_HEIGHT, CAMERA_X_OFFSET, VERTICAL_FOV_DEG, Camera
+from blocks.world.geometry import BLOCK_SIDE, BOARD_HALF, LOGO_BRANDS, MAX_BLOCKS
+
+SCENE_FILE = Path(__file__).with_name("release_scene.json")
+LABEL_GLYPHS = Path(__file__).with_name("release_labels.png")
+TEXTURE_RESOLUTION = 64  # logo alpha and ink maps are sampled from squares of this size
+LABEL_SPAN = 1.5  # a digit label's square, in block sides, centred on the block (two-digit labels overflow L)
+FACES = ("top", "x", "z")  # the side "x" is the one facing the camera across x, "z" across z
+QUANTUM = 4  # patches are cached per 1/QUANTUM pixel of the block centre's position
+
+
+@dataclass(frozen=True)
+class View:
+    """A straight-down perspective camera on a ``width x height`` picture, the release's at any window size."""
+
+    width: int
+    height: int
+
+    @property
+    def focal(self) -> float:
+        return (self.height / 2) / math.tan(math.radians(VERTICAL_FOV_DEG / 2))
+
+    def project(self, x: np.ndarray, z: np.ndarray, h: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Continuous (row, column) of board points at height ``h``: ``Camera.project`` for any picture shape."""
+        scale = self.focal / (CAMERA_HEIGHT - np.asarray(h))
+        return self.height / 2 - scale * np.asarray(z), self.width / 2 + scale * (
+            np.asarray(x) - CAMERA_X_OFFSET
+        )
+
+
+@dataclass(frozen=True)
+class Scene:
+    """The numbers of the release's picture (``release_scene.json``): heights in world units, colours 0-255."""
+
+    top: float  # height of a block's top face
+    bottom: float  # height of its bottom face
+    label: float  # height of a digit label's plane
+    ground: list[list[float]]  # per channel: coefficients of (1, u, v, u*u, v*v, u*v), u and v in [-1, 1]
+    floor: list[float]  # outside the board
+    faces: dict[str, list[list[float]]]  # "<decoration>/<face>/<sign>": per channel (1, u, v)
+    ink: dict[str, list[float]]  # "<decoration>": the colour of a fully inked black texel
+    ink_white: list[float]  # the colour of a fully inked white texel of a logo
+
+    @classmethod
+    def load(cls, path: Path = SCENE_FILE) -> Scene:
+        return cls(**json.loads(Path(path).read_text()))
+
+
+def _features(u: np.ndarray, v: np.ndarray, quadratic: bool = False) -> np.ndarray:
+    parts = [np.ones_like(u), u, v] + ([u * u, v * v, u * v] if quadratic else [])
+    return np.stack(parts, axis=-1)
+
+
+def ground_colour(scene: Scene, view: View, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """RGB float of the bare ground (board and floor) at pixel centres ``rows, cols``."""
+    u, v = (cols + 0.5) / view.width * 2 - 1, (rows + 0.5) / view.height * 2 - 1
+    colour = _features(u, v, quadratic=True) @ np.asarray(scene.ground).T
+    x = (cols + 0.5 - view.width / 2) * CAMERA_HEIGHT / view.focal + CAMERA_X_OFFSET
+    z = (view.height / 2 - rows - 0.5) * CAMERA_HEIGHT / view.focal
+    outside = (np.abs(x) > BOARD_HALF) | (np.abs(z) > BOARD_HALF)
+    colour[outside] = scene.floor
+    return np.clip(colour, 0, 255)
+
+
+def background(scene: Scene, view: View, samples: int = 4) -> np.ndarray:
+    """The empty picture ``(3, height, width)`` uint8, the board's edge averaged over sub-pixel samples."""
+    offsets = (np.arange(samples) + 0.5) / samples - 0.5
+    rows = np.arange(view.height)[:, None, None, None] + offsets[None, None, :, None]
+    cols = np.arange(view.width)[None, :, None, None] + offsets[None, None, None, :]
+    rows, cols = np.broadcast_arrays(rows, cols)
+    colour = ground_colour(scene, view, rows, cols).mean(axis=(2, 3))
+    return np.ascontiguousarray(np.rint(colour).astype(np.uint8).transpose(2, 0, 1))
+
+
+def logo_textures(data_root: Path | str | None, logos: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Ink coverage ``(20, R, R)`` in [0, 1] and ink lightness ``(20, R, R)`` in [0, 1] of the logo textures."""
+    r = TEXTURE_RESOLUTION
+    alpha, light = np.zeros((MAX_BLOCKS, r, r), np.float32), np.zeros((MAX_BLOCKS, r, r), np.float32)
+    if not logos:
+        return alpha, light
+    for b, brand in enumerate(LOGO_BRANDS):
+        path = ensure_file(f"textures/{brand}.png", data_root)
+        image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+        if image is None:
+            raise CorpusError(f"{path}: not a readable image; delete it so that it is fetched again")
+        if image.ndim == 2:
+            image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGRA)
+        if image.shape[2] == 3:
+            image = cv2.cvtColor(image, cv2.COLOR_BGR2BGRA)
+        image = cv2.resize(image, (r, r), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
+        alpha[b] = image[..., 3]
+        light[b] = image[..., :3].mean(axis=-1)
+    return alpha, light
+
+
+def label_glyphs() -> np.ndarray:
+    """Coverage ``(20, R, R)`` in [0, 1] of the labels "1" to "20" over a square of LABEL_SPAN block sides."""
+    strip = cv2.imread(str(LABEL_GLYPHS), cv2.IMREAD_GRAYSCALE)
+    r = TEXTURE_RESOLUTION
+    if strip is None or strip.shape != (r, MAX_BLOCKS * r):
+        raise FileNotFoundError(f"{LABEL_GLYPHS}: missing or not the 20 labels; reinstall the package")
+    return strip.reshape(r, MAX_BLOCKS, r).transpose(1, 0, 2).astype(np.float32) / 255.0
+
+
+def _sample(texture: np.ndarray, which: np.ndarray, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Nearest texel of ``texture[which]`` at (column s, row t) in [0, 1]; 0 outside."""
+    r = texture.shape[-1]
+    inside = (s >= 0) & (s < 1) & (t >= 0) & (t < 1)
+    col = np.clip((s * r).astype(np.int64), 0, r - 1)
+    row = np.clip((t * r).astype(np.int64), 0, r - 1)
+    return np.where(inside, texture[which, row, col], 0.0)
+
+
+def rasterize(
+    scene: Scene,
+    view: View,
+    centres: np.ndarray,
+    blocks: np.ndarray,
+    logo: np.ndarray,
+    textures: tuple[np.ndarray, np.ndarray, np.ndarray],
+    samples: int = 4,
+    faces_out: bool = False,
+) -> dict[str, np.ndarray]:
+    """Patches of ``M`` blocks at board ``centres (M, 2)``, each ``blocks[m]`` of a logo (or digit) board.
+
+    Returns ``origin (M, 2)`` (row, column of the patch's corner), ``colour (M, P, P, 3)`` premultiplied by
+    ``coverage (M, P, P)``; with ``faces_out`` also each face kind's share of the samples ``(M, P, P, 4)``
+    (top, x side, z side, label) and the mean ink coverage, for calibration.
+    """
+    logo_alpha, logo_light, labels = textures
+    m = len(centres)
+    half = BLOCK_SIDE / 2
+    xc, zc = centres[:, 0], centres[:, 1]
+    label_half = half * LABEL_SPAN
+    # the patch: every corner of the top, the bottom and a label square
+    corners_x = (xc[:, None] + np.array([-1, 1, -1, 1])[None] * half)[:, :, None]
+    corners_z = (zc[:, None] + np.array([-1, -1, 1, 1])[None] * half)[:, :, None]
+    heights = np.array([scene.top, scene.bottom])[None, None, :]
+    rows, cols = view.project(corners_x, corners_z, heights)
+    lrows, lcols = view.project(xc[:, None] + np.array([-1, 1]) * label_half,
+                                zc[:, None] + np.array([1, -1]) * label_half, scene.label)  # fmt: skip
+    lrows = np.where(logo[:, None], rows.reshape(m, -1)[:, :2], lrows)
+    lcols = np.where(logo[:, None], cols.reshape(m, -1)[:, :2], lcols)
+    r0 = np.floor(np.minimum(rows.reshape(m, -1).min(1), lrows.min(1))).astype(np.int64)
+    c0 = np.floor(np.minimum(cols.reshape(m, -1).min(1), lcols.min(1))).astype(np.int64)
+    r1 = np.ceil(np.maximum(rows.reshape(m, -1).max(1), lrows.max(1))).astype(np.int64)
+    c1 = np.ceil(np.maximum(cols.reshape(m, -1).max(1), lcols.max(1))).astype(np.int64)
+    p = int(max((r1 - r0).max(), (c1 - c0).max())) if m else 1
+    sub = (np.arange(p * samples) + 0.5) / samples
+    v = r0[:, None, None] + sub[None, :, None]  # (M, P*S, 1) rows
+    u = c0[:, None, None] + sub[None, None, :]  # (M, 1, P*S) columns
+    du, dv = (u - view.width / 2) / view.focal, (view.height / 2 - v) / view.focal  # per unit of depth
+    xc3, zc3, b3 = xc[:, None, None], zc[:, None, None], blocks[:, None, None]
+
+    def at(h: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        depth = CAMERA_HEIGHT - h
+        return du * depth + CAMERA_X_OFFSET, dv * depth
+
+    x_top, z_top = at(scene.top)
+    hit_top = (np.abs(x_top - xc3) <= half) & (np.abs(z_top - zc3) <= half)
+    # the sides facing the camera's axis: a ray meets the plane x = xs at depth (xs - x0) / du
+    xs = xc3 - np.sign(xc3 - CAMERA_X_OFFSET) * half
+    zs = zc3 - np.sign(zc3) * half
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hx = CAMERA_HEIGHT - (xs - CAMERA_X_OFFSET) / du
+        hz = CAMERA_HEIGHT - zs / dv
+    z_at_hx = dv * (CAMERA_HEIGHT - hx)
+    x_at_hz = du * (CAMERA_HEIGHT - hz) + CAMERA_X_OFFSET
+    hit_x = (hx >= scene.bottom) & (hx <= scene.top) & (np.abs(z_at_hx - zc3) <= half) & ~hit_top
+    hit_z = (hz >= scene.bottom) & (hz <= scene.top) & (np.abs(x_at_hz - xc3) <= half) & ~hit_top
+    prefer_x = hit_x & (~hit_z | (hx >= hz))
+    hit_z &= ~prefer_x
+    hit_x = prefer_x
+    depth_x = (scene.top - hx) / (scene.top - scene.bottom)  # 0 at the top edge, 1 at the bottom
+    depth_z = (scene.top - hz) / (scene.top - scene.bottom)
+    # texture coordinates (column s, row t) of each face: the top as seen, a side's texture along its top edge
+    s_top, t_top = (x_top - xc3) / BLOCK_SIDE + 0.5, 0.5 - (z_top - zc3) / BLOCK_SIDE
+    s_x, t_x = np.where(hit_x, depth_x, 0.0), np.where(hit_x, 0.5 - (z_at_hx - zc3) / BLOCK_SIDE, 0.0)
+    s_z, t_z = np.where(hit_z, (x_at_hz - xc3) / BLOCK_SIDE + 0.5, 0.0), np.where(hit_z, depth_z, 0.0)
+    s = np.where(hit_top, s_top, np.where(hit_x, s_x, s_z))
+    t = np.where(hit_top, t_top, np.where(hit_x, t_x, t_z))
+    is_logo = logo[:, None, None]
+    ink = np.where(is_logo, _sample(logo_alpha, b3, s, t), 0.0)
+    light = np.where(is_logo, _sample(logo_light, b3, s, t), 0.0)
+
+    nu = u / view.width * 2 - 1
+    nv = v / view.height * 2 - 1
+    hit = hit_top | hit_x | hit_z
+    colour = np.zeros(hit.shape + (3,), np.float64)
+    for deco, deco_mask in (("logo", is_logo), ("digit", ~is_logo)):
+        ink_colour = np.asarray(scene.ink[deco])
+        for face, mask, sign in (
+            ("top", hit_top, None),
+            ("x", hit_x, np.sign(xc3 - CAMERA_X_OFFSET)),
+            ("z", hit_z, np.sign(zc3)),
+        ):
+            for side in (None,) if sign is None else (-1.0, 1.0):
+                key = f"{deco}/{face}" + ("" if side is None else f"/{'+' if side > 0 else '-'}")
+                select = mask & deco_mask if side is None else mask & deco_mask & (sign == side)
+                if not select.any():
+                    continue
+                coef = np.asarray(scene.faces[key])  # (3, 3)
+                base = coef[:, 0] + nu[..., None] * coef[:, 1] + nv[..., None] * coef[:, 2]
+                base = np.broadcast_to(base, hit.shape + (3,))
+                inked = ink_colour + light[..., None] * (np.asarray(scene.ink_white) - ink_colour)
+                shade = base + ink[..., None] * (inked - base)
+                colour[select] = np.clip(shade[select], 0, 255)
+    # digit labels: text at the label plane, over everything
+    x_lab, z_lab = at(scene.label)
+    s_lab = (x_lab - xc3) / (2 * label_half) + 0.5
+    t_lab = 0.5 - (z_lab - zc3) / (2 * label_half)
+    text = np.where(is_logo, 0.0, _sample(labels, b3, s_lab, t_lab))
+    colour = colour * (1 - text[..., None]) + text[..., None] * np.asarray(scene.ink["digit"])
+    coverage = np.maximum(hit.astype(np.float64), text)
+
+    def pool(a: np.ndarray) -> np.ndarray:
+        return a.reshape(m, p, samples, p, samples, *a.shape[3:]).mean(axis=(2, 4))
+
+    result = {
+        "origin": np.stack([r0, c0], axis=1),
+        "colour": pool(colour * coverage[..., None]),
+        "coverage": pool(coverage),
+    }
+    if faces_out:
+        result["faces"] = pool(np.stack([hit_top, hit_x, hit_z, text > 0.5], axis=-1).astype(np.float64))
+        result["ink"] = pool(np.maximum(ink * hit, text))
+        result["light"] = pool(light * ink * hit)
+    return result
+
+
+class ReleaseRenderer:
+    """The release's pictures of padded batches ``(N, 20, 2)`` as ``(N, 3, H, W)`` uint8: ``Renderer``'s
+    interface, so every learner, agent and environment takes either (``data.render``).
+
+    Each patch is kept already clipped to the picture, so drawing a block is a multiply and an add on a slice.
+    """
+
+    kind = "release"
+
+    def __init__(
+        self,
+        data_root: Path | str | None = None,
+        size: int = 120,
+        logos: bool = True,
+        samples: int = 4,
+        view: View | None = None,
+    ):
+        """``view`` draws another window shape (the release's frames are 422 x 466) instead of ``size``."""
+        self.view = view or View(size, size)
+        self.size = size
+        self.camera = Camera(size)
+        self.scene = Scene.load()
+        self.samples = samples
+        self.textures = (*logo_textures(data_root, logos), label_glyphs())
+        self.background = background(self.scene, self.view)
+        self._scale = self.view.focal / (CAMERA_HEIGHT - self.scene.top) * QUANTUM
+        self._patches: dict[int, tuple[int, int, int, int, np.ndarray, np.ndarray] | None] = {}
+
+    def _codes(self, positions: np.ndarray, logo: np.ndarray) -> np.ndarray:
+        """One integer per (board, block): its decoration, identity and position in quarter pixels."""
+        q = np.rint(positions * self._scale).astype(np.int64) + (1 << 14)
+        block = np.arange(MAX_BLOCKS)[None, :] + MAX_BLOCKS * logo[:, None].astype(np.int64)
+        return (block << 30) | (q[..., 0] << 15) | q[..., 1]
+
+    def _fill(self, codes: list[int]) -> None:
+        """Draw the patches of ``codes`` not yet kept; a patch wholly outside the picture is kept as None."""
+        codes_ = np.array(codes, np.int64)
+        block, logo = (codes_ >> 30) % MAX_BLOCKS, (codes_ >> 30) >= MAX_BLOCKS
+        centres = np.stack([(codes_ >> 15) & 0x7FFF, codes_ & 0x7FFF], axis=1) - (1 << 14)
+        centres = centres / self._scale
+        height, width = self.view.height, self.view.width
+        for start in range(0, len(codes_), 512):
+            part = slice(start, start + 512)
+            drawn = rasterize(self.scene, self.view, centres[part], block[part], logo[part], self.textures,
+                              self.samples)  # fmt: skip
+            for code, origin, colour, coverage in zip(
+                codes[part], drawn["origin"], drawn["colour"], drawn["coverage"], strict=True
+            ):
+                h, w = coverage.shape
+                r0, c0 = int(origin[0]), int(origin[1])
+                rr0, cc0, rr1, cc1 = max(r0, 0), max(c0, 0), min(r0 + h, height), min(c0 + w, width)
+                inner = slice(rr0 - r0, rr1 - r0), slice(cc0 - c0, cc1 - c0)
+                if rr0 >= rr1 or cc0 >= cc1 or not coverage[inner].any():
+                    self._patches[code] = None
+                    continue
+                rows, cols = np.nonzero(coverage[inner].max(axis=1))[0], np.nonzero(coverage[inner].max(axis=0))[0]
+                tight = (
+                    slice(inner[0].start + rows[0], inner[0].start + rows[-1] + 1),
+                    slice(inner[1].start + cols[0], inner[1].start + cols[-1] + 1),
+                )
+                keep = np.broadcast_to(1.0 - coverage[tight], (3, *coverage[tight].shape))
+                self._patches[code] = (
+                    rr0 + int(rows[0]), rr0 + int(rows[-1]) + 1, cc0 + int(cols[0]), cc0 + int(cols[-1]) + 1,
+                    np.ascontiguousarray(keep, np.float32),
+                    np.ascontiguousarray(colour[tight].transpose(2, 0, 1), np.float32),
+                )  # fmt: skip
+
+    def render(
+        self,
+        positions: np.ndarray,
+        present: np.ndarray,
+        logo: Sequence[bool] | np.ndarray,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Images of boards ``positions (N, 20, 2)``; ``logo[i]`` picks logos over digits for board i. Blocks far
+        from the picture's centre are drawn first: a nearer block's top hides a farther one's facing side."""
+        n = positions.shape[0]
+        height, width = self.view.height, self.view.width
+        if out is None:
+            out = np.empty((n, 3, height, width), np.uint8)
+        positions = np.asarray(positions, np.float64)
+        present = np.asarray(present, bool)
+        codes = self._codes(positions, np.asarray(logo, bool))
+        distance = np.abs(positions[..., 0] - CAMERA_X_OFFSET) + np.abs(positions[..., 1])
+        order = np.argsort(-np.where(present, distance, -1.0), axis=1, kind="stable")
+        codes = np.take_along_axis(codes, order, axis=1).tolist()
+        counts = present.sum(axis=1).tolist()
+        patches = self._patches
+        missing = sorted({c for i in range(n) for c in codes[i][: counts[i]] if c not in patches})
+        if missing:
+            self._fill(missing)
+        canvas = np.empty((3, height, width), np.float32)
+        for i in range(n):
+            canvas[:] = self.background
+            for code in codes[i][: counts[i]]:
+                patch = patches[code]
+                if patch is not None:
+                    r0, r1, c0, c1, keep, colour = patch
+                    view = canvas[:, r0:r1, c0:c1]
+                    view *= keep
+                    view += colour
+            np.clip(canvas, 0, 255, out=canvas)
+            np.rint(canvas, out=out[i], casting="unsafe")
+        return out
+
+    def render_board(self, board: np.ndarray, logo: bool) -> np.ndarray:
+        """One board ``(n, 2)`` as an ``(H, W, 3)`` RGB image, for people and Gymnasium."""
+        positions = np.zeros((1, MAX_BLOCKS, 2))
+        positions[0, : len(board)] = board
+        present = np.zeros((1, MAX_BLOCKS), bool)
+        present[0, : len(board)] = True
+        return self.render(positions, present, [logo])[0].transpose(1, 2, 0).copy()
