@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw, ImageFont
 from blocks.render.release import LABEL_GLYPHS, LABEL_SPAN, TEXTURE_RESOLUTION
 from blocks.world.geometry import MAX_BLOCKS
 
-DIGIT_HEIGHT = 0.69  # a digit's height, in block sides, at the label's plane (19 px of example4.png's 422 x 466)
+DIGIT_HEIGHT = 0.69  # digit height in block sides at the label plane (19 px in example4.png)
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSansCondensed.ttf"
 STROKE = 3  # of the oversampled canvas: thickens the regular face toward the release's ink (best of 0, 3, 6, 10 on example4.png)
 OVERSAMPLE = 8

@@ -6,4 +6,12 @@ from blocks.render.history import FrameHistory, standardize
 from blocks.render.release import ReleaseRenderer
 from blocks.render.renderer import Renderer
 
-__all__ = ["RENDERERS", "Camera", "FrameHistory", "ReleaseRenderer", "Renderer", "make_renderer", "standardize"]
+__all__ = [
+    "RENDERERS",
+    "Camera",
+    "FrameHistory",
+    "ReleaseRenderer",
+    "Renderer",
+    "make_renderer",
+    "standardize",
+]

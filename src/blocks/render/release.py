@@ -310,7 +310,10 @@ class ReleaseRenderer:
                 if rr0 >= rr1 or cc0 >= cc1 or not coverage[inner].any():
                     self._patches[code] = None
                     continue
-                rows, cols = np.nonzero(coverage[inner].max(axis=1))[0], np.nonzero(coverage[inner].max(axis=0))[0]
+                rows, cols = (
+                    np.nonzero(coverage[inner].max(axis=1))[0],
+                    np.nonzero(coverage[inner].max(axis=0))[0],
+                )
                 tight = (
                     slice(inner[0].start + rows[0], inner[0].start + rows[-1] + 1),
                     slice(inner[1].start + cols[0], inner[1].start + cols[-1] + 1),
