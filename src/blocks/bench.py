@@ -40,6 +40,7 @@ def _random_tasks(n: int, seed: int = 0):
 
 def bench_env(batch: int = 4096, render_batch: int = 32, seconds: float = 2.0) -> dict[str, float]:
     from blocks.render.history import FrameHistory
+    from blocks.render.release import ReleaseRenderer
     from blocks.render.renderer import Renderer
     from blocks.world.geometry import STOP
     from blocks.world.vector_env import VectorBlocksEnv
@@ -57,21 +58,27 @@ def bench_env(batch: int = 4096, render_batch: int = 32, seconds: float = 2.0) -
 
     transitions_per_s = _rate(transitions, seconds)
 
-    renderer = Renderer(logos=False) if _no_textures() else Renderer()
+    logos = not _no_textures()
+    renderers = {"flat": Renderer(logos=logos), "release": ReleaseRenderer(logos=logos)}
+    renderer = renderers["flat"]
     history = FrameHistory(render_batch)
     small = VectorBlocksEnv()
     small.reset(tasks[:render_batch])
-    positions, present, logo = small.positions, small.present, small.logo
     frames = np.empty((render_batch, 3, renderer.size, renderer.size), np.uint8)
+    moves = np.random.default_rng(2)
 
-    def rendered_inputs() -> int:
-        renderer.render(positions, present, logo, out=frames)
+    def rendered_inputs(picture: str = "flat", step: bool = False) -> int:
+        if step:  # an episode's next boards: one block moved on each, so some patches are new to the cache
+            small.step(moves.integers(STOP, size=render_batch))
+            if small.done.all():
+                small.reset(tasks[:render_batch])
+        renderers[picture].render(small.positions, small.present, small.logo, out=frames)
         history.push(frames)
         history.stack()  # the model reads this view directly
         return render_batch
 
     def rendered_inputs_materialised() -> int:
-        renderer.render(positions, present, logo, out=frames)
+        renderer.render(small.positions, small.present, small.logo, out=frames)
         history.push(frames)
         np.ascontiguousarray(history.stack())
         return render_batch
@@ -87,6 +94,9 @@ def bench_env(batch: int = 4096, render_batch: int = 32, seconds: float = 2.0) -
     figures |= {
         "transitions_per_s": transitions_per_s,
         "rendered_inputs_per_s": _rate(rendered_inputs, seconds),
+        "release_rendered_inputs_per_s": _rate(lambda: rendered_inputs("release"), seconds),
+        "moving_rendered_inputs_per_s": _rate(lambda: rendered_inputs("flat", step=True), seconds),
+        "release_moving_rendered_inputs_per_s": _rate(lambda: rendered_inputs("release", step=True), seconds),
         "rendered_materialised_inputs_per_s": _rate(rendered_inputs_materialised, seconds),
         "copy_bound_inputs_per_s": _rate(copy_bound, seconds),
     }
@@ -95,6 +105,12 @@ def bench_env(batch: int = 4096, render_batch: int = 32, seconds: float = 2.0) -
         f"rendered agent inputs (batch {render_batch}, 15x{renderer.size}x{renderer.size} uint8 history stack): "
         f"{figures['rendered_inputs_per_s']:,.0f} /s "
         f"({figures['rendered_materialised_inputs_per_s']:,.0f} /s when the stack is copied out)"
+    )
+    flat, release = figures["moving_rendered_inputs_per_s"], figures["release_moving_rendered_inputs_per_s"]
+    print(
+        f"the release's picture (data.render=release): {figures['release_rendered_inputs_per_s']:,.0f} /s on the "
+        f"same boards; boards that move a block each call: {release:,.0f} /s against flat {flat:,.0f} /s "
+        f"({release / flat:.0%})"
     )
     print(f"plain numpy copy of the same bytes: {figures['copy_bound_inputs_per_s']:,.0f} inputs/s")
     return figures

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -104,6 +105,8 @@ def evaluate_split(
         render_frames = make_renderer(picture, root, getattr(agent, "image_size", image_size)).render
     results = run_episodes(agent, examples, render_frames=render_frames, **kwargs)
     figures = {"split": split, **(record or {}), **summarize(results)}
+    if agent.needs_images:
+        figures["picture"] = picture
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     (output / "metrics.json").write_text(json.dumps(figures, indent=2) + "\n")
@@ -180,6 +183,10 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
     with claim_folder(cfg.paths.output_dir):
         agent = hydra.utils.instantiate(cfg.agent)
         name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
+        learnt = getattr(agent, "render", None)
+        if learnt is not None and learnt != cfg.data.get("render", "flat"):
+            print(f"{name}: its checkpoint learnt from data.render={learnt} pictures; evaluated on them, "
+                  f"not on data.render={cfg.data.render}", file=sys.stderr, flush=True)  # fmt: skip
         record = evaluate_split(
             agent, cfg.split, cfg.paths.output_dir, cfg.data.root, cfg.get("limit"), {"agent": name},
             cfg.data.image_size, batch_size=cfg.batch_size, seed=cfg.seed, progress=cfg.progress,

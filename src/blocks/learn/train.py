@@ -15,6 +15,7 @@ from blocks import set_torch_threads
 from blocks.cli import TRAIN_INTEGERS, accepted_keys, check_integers, check_keys
 from blocks.errors import CheckpointError, ConfigError
 from blocks.model.checkpoint import load_file, network_options
+from blocks.render.factory import render_of
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,24 @@ def check_config(cfg: DictConfig) -> None:
     ]:
         if path and not Path(path).is_file():
             raise CheckpointError(f"{key}={path}: no such checkpoint file")
+        if (
+            path
+            and key in ("model.init_checkpoint", "pretrain.checkpoint", "ckpt_path")
+            and "render" in cfg.data
+        ):
+            check_picture(key, path, cfg.data.render)
+
+
+def check_picture(key: str, path: str, render: str) -> None:
+    """A run goes on from weights that learnt from the picture it draws: a network trained on one picture reads
+    the other as noise (docs/experiments/release-pictures.md)."""
+    record = load_file(path, mmap=True).get("hyper_parameters") or {}
+    learnt = render_of(record)
+    if "vocabulary" in record and learnt != render:
+        raise ConfigError(
+            f"{key}={path}: its network learnt from data.render={learnt} pictures, this run draws "
+            f"data.render={render}; start from a checkpoint trained on {render}, or set data.render={learnt}"
+        )
 
 
 def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Trainer, Any]:

@@ -32,7 +32,10 @@ SCENE_FILE = Path(__file__).with_name("release_scene.json")
 LABEL_GLYPHS = Path(__file__).with_name("release_labels.png")
 TEXTURE_RESOLUTION = 64  # logo alpha and ink maps are sampled from squares of this size
 LABEL_SPAN = 1.5  # a digit label's square, in block sides, centred on the block (two-digit labels overflow L)
-FACES = ("top", "x", "z")  # the side "x" is the one facing the camera across x, "z" across z
+# the face kinds' colours in release_scene.json: the top, then the sides facing the camera across x (from a
+# block right of the camera's axis, "+", or left of it, "-") and across z (above the axis "+", below "-")
+FACE_KINDS = ("top", "x/+", "x/-", "z/+", "z/-")
+FACE_KEYS = tuple(f"{deco}/{kind}" for deco in ("logo", "digit") for kind in FACE_KINDS)
 QUANTUM = 4  # patches are cached per 1/QUANTUM pixel of the block centre's position
 
 
@@ -206,52 +209,54 @@ def rasterize(
     s_z, t_z = np.where(hit_z, (x_at_hz - xc3) / BLOCK_SIDE + 0.5, 0.0), np.where(hit_z, depth_z, 0.0)
     s = np.where(hit_top, s_top, np.where(hit_x, s_x, s_z))
     t = np.where(hit_top, t_top, np.where(hit_x, t_x, t_z))
-    is_logo = logo[:, None, None]
-    ink = np.where(is_logo, _sample(logo_alpha, b3, s, t), 0.0)
-    light = np.where(is_logo, _sample(logo_light, b3, s, t), 0.0)
-
-    nu = u / view.width * 2 - 1
-    nv = v / view.height * 2 - 1
+    is_logo = np.broadcast_to(logo[:, None, None], hit_top.shape)
     hit = hit_top | hit_x | hit_z
-    colour = np.zeros(hit.shape + (3,), np.float64)
-    for deco, deco_mask in (("logo", is_logo), ("digit", ~is_logo)):
-        ink_colour = np.asarray(scene.ink[deco])
-        for face, mask, sign in (
-            ("top", hit_top, None),
-            ("x", hit_x, np.sign(xc3 - CAMERA_X_OFFSET)),
-            ("z", hit_z, np.sign(zc3)),
-        ):
-            for side in (None,) if sign is None else (-1.0, 1.0):
-                key = f"{deco}/{face}" + ("" if side is None else f"/{'+' if side > 0 else '-'}")
-                select = mask & deco_mask if side is None else mask & deco_mask & (sign == side)
-                if not select.any():
-                    continue
-                coef = np.asarray(scene.faces[key])  # (3, 3)
-                base = coef[:, 0] + nu[..., None] * coef[:, 1] + nv[..., None] * coef[:, 2]
-                base = np.broadcast_to(base, hit.shape + (3,))
-                inked = ink_colour + light[..., None] * (np.asarray(scene.ink_white) - ink_colour)
-                shade = base + ink[..., None] * (inked - base)
-                colour[select] = np.clip(shade[select], 0, 255)
-    # digit labels: text at the label plane, over everything
+    # digit labels: text at the label plane, drawn over everything
     x_lab, z_lab = at(scene.label)
     s_lab = (x_lab - xc3) / (2 * label_half) + 0.5
     t_lab = 0.5 - (z_lab - zc3) / (2 * label_half)
     text = np.where(is_logo, 0.0, _sample(labels, b3, s_lab, t_lab))
-    colour = colour * (1 - text[..., None]) + text[..., None] * np.asarray(scene.ink["digit"])
-    coverage = np.maximum(hit.astype(np.float64), text)
+    # colours only where a sample meets the block or its label: the rest of a patch stays empty
+    where = np.nonzero(hit | (text > 0))
+    block = np.broadcast_to(b3, hit.shape)[where]
+    logo_k = is_logo[where]
+    ink = np.where(logo_k, _sample(logo_alpha, block, s[where], t[where]), 0.0)
+    light = np.where(logo_k, _sample(logo_light, block, s[where], t[where]), 0.0)
+    nu = np.broadcast_to(u / view.width * 2 - 1, hit.shape)[where]
+    nv = np.broadcast_to(v / view.height * 2 - 1, hit.shape)[where]
+    # each sample's face kind: FACE_KEYS[index], its colour linear in the image position
+    sign_x = np.broadcast_to(np.sign(xc3 - CAMERA_X_OFFSET), hit.shape)[where]
+    sign_z = np.broadcast_to(np.sign(zc3), hit.shape)[where]
+    side = np.where(hit_x[where], 1 + (sign_x < 0), 3 + (sign_z < 0))  # x+, x-, z+, z-
+    index = np.where(hit_top[where], 0, side) + np.where(logo_k, 0, len(FACE_KINDS))
+    coef = np.asarray([scene.faces[key] for key in FACE_KEYS])[index]  # (K, 3, 3)
+    base = coef[..., 0] + nu[..., None] * coef[..., 1] + nv[..., None] * coef[..., 2]
+    ink_colour = np.where(logo_k[..., None], np.asarray(scene.ink["logo"]), np.asarray(scene.ink["digit"]))
+    inked = ink_colour + light[..., None] * (np.asarray(scene.ink_white) - ink_colour)
+    shade = base + ink[..., None] * (inked - base)
+    hit_k, text_k = hit[where], text[where]
+    colour_k = np.where(hit_k[..., None], np.clip(shade, 0, 255), 0.0)
+    colour_k = colour_k * (1 - text_k[..., None]) + text_k[..., None] * np.asarray(scene.ink["digit"])
+    coverage_k = np.maximum(hit_k.astype(np.float64), text_k)
 
     def pool(a: np.ndarray) -> np.ndarray:
         return a.reshape(m, p, samples, p, samples, *a.shape[3:]).mean(axis=(2, 4))
 
+    def spread(values: np.ndarray) -> np.ndarray:
+        full = np.zeros(hit.shape + values.shape[1:], np.float64)
+        full[where] = values
+        return full
+
+    coverage = spread(coverage_k)
     result = {
         "origin": np.stack([r0, c0], axis=1),
-        "colour": pool(colour * coverage[..., None]),
+        "colour": pool(spread(colour_k * coverage_k[..., None])),
         "coverage": pool(coverage),
     }
     if faces_out:
         result["faces"] = pool(np.stack([hit_top, hit_x, hit_z, text > 0.5], axis=-1).astype(np.float64))
-        result["ink"] = pool(np.maximum(ink * hit, text))
-        result["light"] = pool(light * ink * hit)
+        result["ink"] = pool(np.maximum(spread(ink) * hit, text))
+        result["light"] = pool(spread(light * ink) * hit)
     return result
 
 
