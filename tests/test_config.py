@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
@@ -283,3 +284,16 @@ def test_a_run_validating_within_an_epoch_names_each_checkpoint_by_its_step():
     assert names("experiment=paper_dqn") == by_step  # its quarter-epoch validations: the same rule
     given = "callbacks.model_checkpoint.filename='s{step:06d}'"  # a name with the step already: kept as given
     assert names("model=spo", "+trainer.val_check_interval=0.25", given) == {"s002799.ckpt", "s005598.ckpt"}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine with a GPU may train on it")
+def test_a_gpu_trainer_without_a_gpu_is_one_line():
+    from omegaconf import OmegaConf
+
+    from blocks.learn.train import check_devices
+
+    with pytest.raises(ConfigError, match="no GPU that torch can use"):
+        check_devices(OmegaConf.create({"trainer": {"accelerator": "gpu", "devices": 1}}))
+    with pytest.raises(ConfigError, match="trainer.devices=0"):
+        check_devices(OmegaConf.create({"trainer": {"accelerator": "cpu", "devices": 0}}))
+    check_devices(OmegaConf.create({"trainer": {"accelerator": "cpu", "devices": "auto"}}))

@@ -370,3 +370,13 @@ def test_a_pretrained_encoder_reads_the_words_frozen_unsaved_and_once_per_instru
     sum(goal_losses(moved, goals, batch["block"], batch["goal"])).backward()
     assert predictor.lstm.weight_ih_l0.grad is not None and predictor.lstm.weight_ih_l0.shape[1] == 384
     assert all(p.grad is None and not p.requires_grad for p in predictor.text._encoder[0].parameters())
+
+
+def test_a_pretrained_encoder_reads_an_instruction_longer_than_its_window():
+    """10,000 characters of instruction: the encoder keeps its first 512 sub-words instead of failing on a
+    position table of 512."""
+    words = ["<pad>", "<unk>", "move", "the", "bmw", "left"]
+    predictor = GoalPredictor(len(words), dim=16, heads=2, layers=1, text_encoder="minilm", vocabulary=words)
+    tokens = torch.tensor([[2, 3, 4, 5] * 500])
+    states, padding = predictor.text(tokens, torch.tensor([2000]))
+    assert states.shape[1] <= 512 and torch.isfinite(states).all()

@@ -88,7 +88,7 @@ def test_resume_from_last_checkpoint_continues_at_the_right_step(corpus_root, tm
     assert before["global_step"] == 2 and before["epoch"] == 0  # 2 rollouts of 8 episodes, one update each
     run_train(
         ["model=bandit", "experiment=smoke", "trainer.max_epochs=2", f"ckpt_path={first}/checkpoints/last.ckpt",
-         f"hydra.run.dir={second}"], tmp_path, corpus_root,
+         "+resume.override=true", f"hydra.run.dir={second}"], tmp_path, corpus_root,
     )  # fmt: skip
     after = torch.load(second / "checkpoints" / "last.ckpt", weights_only=False)
     assert after["global_step"] == 4 and after["epoch"] == 1
@@ -162,7 +162,7 @@ def test_an_interrupted_supervised_start_resumes_with_ckpt_path_auto(corpus_root
     first = torch.load(run / "pretrain" / "checkpoints" / "last.ckpt", weights_only=False)
     for path in [*(run / "checkpoints").iterdir(), run / "final_eval.json"]:
         path.unlink()  # as if the job had been stopped right after its pretraining
-    out = run_train([*base, "pretrain.epochs=2"], tmp_path, corpus_root)
+    out = run_train([*base, "pretrain.epochs=2", "+resume.override=true"], tmp_path, corpus_root)
     assert "resuming" in out.stderr + out.stdout
     second = torch.load(run / "pretrain" / "checkpoints" / "last.ckpt", weights_only=False)
     assert (first["epoch"], second["epoch"]) == (0, 1) and second["global_step"] == 2 * first["global_step"]
@@ -178,6 +178,72 @@ def test_an_interrupted_supervised_start_resumes_with_ckpt_path_auto(corpus_root
         "initialised_from"
     ]
     assert Path(start).is_file() and Path(start).parent == run / "pretrain" / "checkpoints"
+
+
+def test_resume_continues_the_run_as_recorded_and_refuses_a_contradiction(corpus_root, tmp_path):
+    """``ckpt_path=last`` alone continues with the run's own settings (not the defaults) and leaves its record in
+    .hydra/config.yaml; an override that contradicts the record is one line naming both values, exit 2; with
+    ``+resume.override=true`` it is taken."""
+    run = tmp_path / "run"
+    first = ["experiment=smoke", "trainer.max_epochs=1", "data.max_train_examples=8", "final_eval.limit=2"]
+    run_train([*first, f"hydra.run.dir={run}"], tmp_path, corpus_root)
+    out = run_train([f"hydra.run.dir={run}", "ckpt_path=last"], tmp_path, corpus_root)
+    assert "finished and evaluated already" in out.stderr + out.stdout  # max_epochs 1 from the record, not 30
+    recorded = (run / ".hydra" / "config.yaml").read_text()
+    assert "max_train_examples: 8" in recorded and "max_epochs: 1" in recorded
+    out = run_train([f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_epochs=2"], tmp_path, corpus_root,
+                    check=False)  # fmt: skip
+    assert out.returncode == 2
+    assert "trainer.max_epochs=2 given, the run's record says trainer.max_epochs=1" in out.stderr
+    assert (
+        len(out.stderr.strip().splitlines()) == 1 and (run / ".hydra" / "config.yaml").read_text() == recorded
+    )
+    run_train([f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_epochs=2", "+resume.override=true"],
+              tmp_path, corpus_root)  # fmt: skip
+    last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
+    assert last["epoch"] == 1 and last["run_record"]["config"]["data"]["max_train_examples"] == 8
+
+
+def test_sigterm_in_the_supervised_start_saves_it_and_the_resumed_run_ends_as_one_never_stopped(corpus_root,
+                                                                                               tmp_path):  # fmt: skip
+    """The first minutes of every rollout learner are its supervised start: SIGTERM there writes the start's
+    last.ckpt and exits 143 (a scheduler sees the job as stopped, not done); ``ckpt_path=last`` goes on from it,
+    and the run ends with the weights of a run never stopped."""
+    import signal
+    import time
+
+    args = ["model=bandit", "experiment=smoke", "pretrain.epochs=2", "data.max_train_examples=96",
+            "trainer.max_epochs=1", "final_eval.split=null", "threads=1"]  # fmt: skip
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    run_train([*args, f"hydra.run.dir={whole}"], tmp_path, corpus_root)
+    env = {
+        **os.environ,
+        "BLOCKS_DATA": str(corpus_root),
+        "PROJECT_ROOT": str(tmp_path),
+        "HYDRA_FULL_ERROR": "0",
+    }
+    log = tmp_path / "stopped.log"
+    with open(log, "w") as sink:
+        process = subprocess.Popen([sys.executable, "train.py", *args, f"hydra.run.dir={stopped}"], cwd=REPO,
+                                   env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        deadline = time.time() + 120
+        while (
+            "Epoch 0:" not in log.read_text() and time.time() < deadline
+        ):  # the supervised start's first batches
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=300)
+    output = log.read_text()
+    assert process.returncode == 128 + signal.SIGTERM, output[-3000:]
+    assert (stopped / "pretrain" / "checkpoints" / "last.ckpt").is_file()
+    assert not (stopped / "pretrain" / "checkpoints" / "pretrain.ckpt").exists()  # stopped inside the start
+    run_train([f"hydra.run.dir={stopped}", "ckpt_path=last"], tmp_path, corpus_root)
+    weights = [
+        torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+        for run in (whole, stopped)
+    ]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
 
 
 def test_a_rerun_in_the_same_folder_starts_from_its_own_pretraining(corpus_root, tmp_path):
@@ -254,6 +320,11 @@ def test_spo_rolls_out_batches_on_the_device_on_two_processes(corpus_root, tmp_p
             "error: ckpt_path=/nonexistent/last.ckpt: no such",
         ),
         (["model=spo", "pretrain.epochs=2"], "error: model=spo learns from scratch"),
+        (["model.lr=nan"], "error: model.lr must be a finite number above 0, got nan"),
+        (["model.lr=inf"], "error: model.lr must be a finite number above 0, got inf"),
+        (["model.lr=abc"], "error: model.lr must be a finite number above 0, got 'abc'"),
+        (["trainer.devices=0"], "error: trainer.devices=0: at least 1"),
+        (["data.render=glossy"], "error: data.render='glossy': unknown picture; one of flat, release"),
     ],
 )
 def test_a_users_mistake_is_one_line_and_exit_status_2(args, message, corpus_root, tmp_path):

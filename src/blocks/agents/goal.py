@@ -40,8 +40,9 @@ class GoalSeekingAgent(PolicyAgent):
         image_size: int = 120,
         stop_within: float = 0.5,
         device: str | torch.device | None = None,
+        render: str = "flat",
     ):
-        super().__init__(policy, vocabulary, frames, image_size, greedy=True, device=device)
+        super().__init__(policy, vocabulary, frames, image_size, greedy=True, device=device, render=render)
         if not all(p.has_goal_head for p in self.policies):
             raise ConfigError(
                 "agent=goal needs a network with a goal head: a checkpoint trained with network.goal_head=true "

@@ -16,7 +16,7 @@ from torchmetrics import CatMetric
 
 from blocks.agents.goal import GoalSeekingAgent
 from blocks.agents.policy import PolicyAgent
-from blocks.errors import ConfigError
+from blocks.errors import ConfigError, positive_number
 from blocks.evaluate import run_episodes
 from blocks.model.checkpoint import build_network, network_options
 from blocks.model.policy import PolicyNetwork
@@ -35,8 +35,7 @@ class PolicyLearner(pl.LightningModule):
         goal_loss_weight: float = 1.0,
     ):
         super().__init__()
-        if lr <= 0:
-            raise ConfigError(f"model.lr must be positive, got {lr}")
+        lr = positive_number(lr, "model.lr")
         if goal_loss_weight < 0:
             raise ConfigError(f"model.goal_loss_weight must be >= 0, got {goal_loss_weight}")
         # Used only with network.goal_head=true: the auxiliary goal regression's share of the loss.
@@ -70,7 +69,9 @@ class PolicyLearner(pl.LightningModule):
     def goal_agent(self) -> GoalSeekingAgent:
         """The agent that steps towards the goal head's prediction (needs ``network.goal_head=true``)."""
         acting = self.agent()
-        return GoalSeekingAgent(self.policy, acting.vocab, acting.frames, acting.image_size)
+        return GoalSeekingAgent(
+            self.policy, acting.vocab, acting.frames, acting.image_size, render=acting.render
+        )
 
     def goal_loss(
         self, target: torch.Tensor, features: torch.Tensor, images: torch.Tensor, instruction: torch.Tensor

@@ -61,8 +61,12 @@ class GracefulStop(pl.Callback):
 
     def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         # After the trainer set its own SIGTERM handler (which stops at the end of a batch, an update cut in two
-        # for rollouts): ours replaces it until the fit ends, then the trainer puts back what was there before.
-        self.received = None
+        # for rollouts, and exits 0): ours replaces it until the fit ends, then the trainer puts back what was
+        # there before. A SIGTERM that the trainer's handler caught while the data were set up (planning the
+        # demonstrations takes minutes) is taken over: the first batch's start saves and exits.
+        self.received = signal.SIGTERM if getattr(trainer, "received_sigterm", False) else None
+        if self.received is not None:
+            log.warning("SIGTERM received while setting up: saving last.ckpt before the first update")
         if threading.current_thread() is threading.main_thread():
             self.previous = {s: signal.getsignal(s) for s in self.SIGNALS}
             for s in self.SIGNALS:

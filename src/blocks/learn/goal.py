@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from torchmetrics import CatMetric
 
 from blocks.corpus.loader import Example
-from blocks.errors import ConfigError
+from blocks.errors import ConfigError, positive_number
 from blocks.learn.data import BlocksDataModule, EpochOrder
 from blocks.learn.relabel import LabelWords, relabel
 from blocks.model.goal_predictor import GoalPredictor, combine_readings, goal_losses
@@ -116,9 +116,9 @@ class GoalLearner(pl.LightningModule):
         text_encoder: str | None = None,
     ):
         super().__init__()
+        lr = positive_number(lr, "model.lr")
         if (
-            lr <= 0
-            or min(position_noise, block_loss_weight, translate) < 0
+            min(position_noise, block_loss_weight, translate) < 0
             or not 0 <= dropout < 1
             or not 0 <= relabel <= 1
         ):

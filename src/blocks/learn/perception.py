@@ -19,9 +19,11 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, IterableDataset
 
 from blocks.corpus.loader import load_split
-from blocks.errors import ConfigError
+from blocks.errors import ConfigError, positive_number
 from blocks.learn.data import distributed_rank
 from blocks.model.perception import CELL, NUM_CLASSES, BoardReader
+from blocks.render.factory import RENDERERS, make_renderer
+from blocks.render.release import ReleaseRenderer
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import BLOCK_SIDE, COLLISION_REACH, MAX_BLOCKS
 from blocks.world.transitions import pad_boards
@@ -133,8 +135,12 @@ class BoardsDataModule(pl.LightningDataModule):
         corpus_share: float = 0.25,
         val_batch_size: int = 128,
         seed: int = 0,
+        render: str = "flat",
     ):
         super().__init__()
+        if render not in RENDERERS:
+            raise ConfigError(f"data.render={render!r}: unknown picture; one of {', '.join(RENDERERS)}")
+        self.render = render
         if not 0.0 <= corpus_share <= 1.0:
             raise ConfigError(f"data.corpus_share must lie in [0, 1], got {corpus_share}")
         self.root, self.image_size, self.batch_size = root, image_size, batch_size
@@ -142,8 +148,9 @@ class BoardsDataModule(pl.LightningDataModule):
         self.val_batch_size, self.seed = val_batch_size, seed
 
     @cached_property
-    def renderer(self) -> Renderer:
-        return Renderer(self.root, self.image_size)
+    def renderer(self) -> Renderer | ReleaseRenderer:
+        """The picture the board reader learns to read (``data.render``)."""
+        return make_renderer(self.render, self.root, self.image_size)
 
     @cached_property
     def stream(self) -> BoardStream:
@@ -188,8 +195,7 @@ class PerceptionLearner(pl.LightningModule):
         self, image_size: int = 120, channels: int = 64, lr: float = 1e-3, background_weight: float = 0.2
     ):
         super().__init__()
-        if lr <= 0:
-            raise ConfigError(f"model.lr must be positive, got {lr}")
+        lr = positive_number(lr, "model.lr")
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
         self.reader = BoardReader(image_size, channels)

@@ -13,7 +13,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from blocks import set_torch_threads
 from blocks.cli import TRAIN_INTEGERS, accepted_keys, check_integers, check_keys
-from blocks.errors import CheckpointError, ConfigError
+from blocks.errors import CheckpointError, ConfigError, positive_number
+from blocks.learn.record import RunRecord, make_record, restore_hydra_record, resumed_config
 from blocks.model.checkpoint import load_file, network_options
 from blocks.render.factory import render_of
 
@@ -41,6 +42,10 @@ def check_config(cfg: DictConfig) -> None:
         if OmegaConf.select(cfg, key) in (None, ""):
             experiment = _choice("experiment") or "this experiment"
             raise ConfigError(f"{key}: required by experiment={experiment}, no value given (see its comment)")
+    check_devices(cfg)
+    for key in ("model.lr", "pretrain.lr"):  # nan, inf or a word: one line now, not a crash after an update
+        if OmegaConf.select(cfg, key) is not None:
+            positive_number(OmegaConf.select(cfg, key), key)
     check_keys(cfg.model, "model", _choice("model"), given=("vocabulary",))
     check_keys(cfg.data, "data", _choice("data"))
     if "network" in cfg.model:
@@ -80,10 +85,26 @@ def check_picture(key: str, path: str, render: str) -> None:
         )
 
 
+def check_devices(cfg: DictConfig) -> None:
+    """``trainer=gpu`` on a machine without one, or ``trainer.devices=0``: one line, not Lightning's traceback."""
+    devices = OmegaConf.select(cfg, "trainer.devices")
+    if isinstance(devices, int) and not isinstance(devices, bool) and devices < 1:
+        raise ConfigError(f"trainer.devices={devices}: at least 1 (or auto)")
+    if str(OmegaConf.select(cfg, "trainer.accelerator")) in ("gpu", "cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                "trainer.accelerator=gpu (trainer=gpu): this machine has no GPU that torch can use; "
+                "train on the CPU with trainer=cpu"
+            )
+
+
 def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Trainer, Any]:
     """The supervised initialisation of a rollout learner, as (model, data, trainer, checkpoint callback):
     ``pretrain.epochs`` of SUPERVISED on the demonstrated training examples (``data.demonstration_fraction``),
     clipped at ``pretrain.gradient_clip``, saved under ``pretrain/`` of the run."""
+    from blocks.learn.callbacks import GracefulStop
     from blocks.learn.data import DemonstrationDataModule
     from blocks.learn.supervised import SupervisedLearner
 
@@ -111,7 +132,10 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
         dirpath=out / "checkpoints", filename="pretrain", save_last=True
     )  # last.ckpt: where an interrupted pretraining resumes
     trainer = hydra.utils.instantiate(
-        trainer_cfg, callbacks=[checkpoint, pl.callbacks.TQDMProgressBar(refresh_rate=10)],
+        trainer_cfg,
+        callbacks=[
+            checkpoint, pl.callbacks.TQDMProgressBar(refresh_rate=10), GracefulStop(), RunRecord(make_record(cfg))
+        ],
         logger=pl.loggers.CSVLogger(str(out), name="csv"),
     )  # fmt: skip
     return model, data, trainer, checkpoint
@@ -202,7 +226,7 @@ def resume_path(cfg: DictConfig, folder: Path | None = None, required: bool = Tr
     checkpoints = Path(folder or cfg.paths.output_dir) / "checkpoints"
     last = checkpoints / "last.ckpt"
     if not last.is_file():
-        if wanted == "last" and required:
+        if wanted == "last" and required and not stopped_pretraining(cfg):
             raise CheckpointError(
                 f"ckpt_path=last: no {last} to resume (every run starts in a new folder): name the run's folder, "
                 f"hydra.run.dir=<run folder> ckpt_path=last, or its file, ckpt_path=<run folder>/checkpoints/"
@@ -224,6 +248,12 @@ def resume_path(cfg: DictConfig, folder: Path | None = None, required: bool = Tr
         raise CheckpointError(f"{damaged}; no other checkpoint in {checkpoints} is readable either") from None
     log.info("resuming %s", last)
     return str(last)
+
+
+def stopped_pretraining(cfg: DictConfig) -> str | None:
+    """The ``last.ckpt`` of a supervised start that was stopped before its run's first checkpoint, when resuming."""
+    last = Path(cfg.paths.output_dir) / "pretrain" / "checkpoints" / "last.ckpt"
+    return str(last) if cfg.get("ckpt_path") in ("last", "auto") and last.is_file() else None
 
 
 def finished_record(cfg: DictConfig, ckpt_path: str | None) -> dict[str, Any] | None:
@@ -257,9 +287,14 @@ def supervised_start(cfg: DictConfig, vocabulary: list[str]) -> str | None:
 def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured learner, then evaluate its selected checkpoint; returns the last logged metrics."""
     check_config(cfg)
+    ckpt_path = resume_path(cfg)
+    recorded = ckpt_path or stopped_pretraining(cfg)
+    if recorded:  # go on with the run's own configuration, not with what this command line alone composes
+        cfg = resumed_config(cfg, recorded)
+        restore_hydra_record(cfg)
+        check_config(cfg)
     name_checkpoints_by_step(cfg)
     set_torch_threads(cfg.get("threads"))
-    ckpt_path = resume_path(cfg)
     finished = finished_record(cfg, ckpt_path)
     if finished is not None:
         log.info("%s: finished and evaluated already (final_eval.json); nothing to do", cfg.paths.output_dir)
@@ -281,7 +316,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
 
     trainer: pl.Trainer = hydra.utils.instantiate(
         cfg.trainer,
-        callbacks=_instantiate_all(cfg.get("callbacks")),
+        callbacks=[*_instantiate_all(cfg.get("callbacks")), RunRecord(make_record(cfg))],
         logger=_instantiate_all(cfg.get("logger")),
     )
     trainer.fit(model, datamodule, ckpt_path=ckpt_path, weights_only=True)

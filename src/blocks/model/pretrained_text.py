@@ -57,7 +57,9 @@ class PretrainedText(nn.Module):
     @torch.no_grad()
     def _encode(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
         texts = [" ".join(self.words[i] for i in row) for row in rows]
-        encoded = self.tokenizer(texts, return_tensors="pt", padding=True)
+        encoded = self.tokenizer(
+            texts, return_tensors="pt", padding=True, truncation=True
+        )  # at most 512 tokens
         states = self._encoder[0](**encoded).last_hidden_state
         return [s[: int(n)].clone() for s, n in zip(states, encoded["attention_mask"].sum(1), strict=True)]
 
