@@ -209,7 +209,11 @@ def main() -> None:
         if args.pictures:
             args.pictures.mkdir(parents=True, exist_ok=True)
             pair = np.concatenate([frame["image"], np.full((VIEW.height, 6, 3), 255.0), ours], axis=1)
-            cv2.imwrite(str(args.pictures / f"{frame['name']}.jpg"), pair[..., ::-1].astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 90])
+            cv2.imwrite(
+                str(args.pictures / f"{frame['name']}.jpg"),
+                pair[..., ::-1].astype(np.uint8),
+                [cv2.IMWRITE_JPEG_QUALITY, 90],
+            )
     worst = {
         key: max(r[key] for r in results)
         for key in ("centre_median_px", "centre_max_px", "silhouette_error_px")

@@ -166,3 +166,10 @@ def test_stable_baselines3_checks_the_env_and_its_ppo_learns_on_it(renderer, two
     obs, _ = env.reset(options={"index": 0})
     action, _ = model.predict(obs, deterministic=True)
     assert env.action_space.contains(int(action))
+
+
+def test_a_bad_task_index_names_the_option_and_the_range(env):
+    with pytest.raises(ValueError, match=r"takes a task number in \[0, 2\), got 'abc'"):
+        env.reset(options={"index": "abc"})
+    with pytest.raises(IndexError, match="out of range"):
+        env.reset(options={"index": 5})

@@ -41,10 +41,11 @@ def load_file(path: str | Path, map_location: str | torch.device = "cpu", mmap: 
         return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as error:
         if "weights_only" in str(error) or "Unsupported" in str(error):
-            what = str(error).splitlines()[1:2] or [str(error)]
+            lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+            what = next((line for line in lines if "GLOBAL" in line), lines[-1] if lines else "")
             raise CheckpointError(
-                f"{path}: refused: it holds objects other than plain data (code could run when it is opened): "
-                f"{what[0].strip()[:160]}"
+                f"{path}: refused: it holds objects other than plain data (code could run when it is opened)"
+                + (f": {what[:160]}" if what else "")
             ) from error
         raise CheckpointError(f"{path}: not a readable checkpoint, damaged or cut short ({error})") from error
     except Exception as error:  # cut short, not a torch file, ...

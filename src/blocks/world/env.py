@@ -124,7 +124,13 @@ class BlocksEnv(gym.Env):
             raise ValueError(f"unknown reset option(s) {unknown}; BlocksEnv takes {list(self.RESET_OPTIONS)}")
         self._words = self._encoded(options["instruction"]) if "instruction" in options else None
         if "index" in options:
-            index = int(options["index"])
+            try:
+                index = int(options["index"])
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"reset(options={{'index': ...}}) takes a task number in [0, {len(self.tasks)}), "
+                    f"got {options['index']!r}"
+                ) from None
             if not 0 <= index < len(self.tasks):
                 raise IndexError(f"task index {index} out of range [0, {len(self.tasks)})")
             self.index = index
