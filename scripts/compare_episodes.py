@@ -25,6 +25,9 @@ def main() -> None:
         f"b - a = {r['difference']:+.3f} (95 % interval {r['low']:+.3f} to {r['high']:+.3f}); "
         f"b lower on {100 * r['b_better']:.1f} % of examples"
     )
+    if r["episodes"] < 2:
+        print("one board sequence: the bootstrap resamples board sequences and needs several, so the interval says "
+              "nothing here; compare on a split with more boards (dev has 10)")  # fmt: skip
 
 
 if __name__ == "__main__":
