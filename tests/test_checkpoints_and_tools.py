@@ -660,3 +660,12 @@ def test_the_commands_refuse_a_checkpoint_that_would_run_code_in_one_line(corpus
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and "bad.ckpt: refused" in lines[0]
         assert not marker.exists()
+
+
+@pytest.mark.parametrize("text", ["?!.,;:", "move ${lower:x} left", "a: {b}, [c]"])
+def test_gif_takes_any_instruction_verbatim(text, corpus_root, tmp_path, capsys):
+    """YAML would read ``?!.,;:`` as a mapping and ``${...}`` as an interpolation: the caption is the text typed."""
+    from blocks.animate import main
+
+    main(["agent=stop", f"instruction={text}", f"out={tmp_path / 'x.gif'}", f"data_root={corpus_root}"])
+    assert capsys.readouterr().out.splitlines()[0] == text

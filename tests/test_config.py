@@ -297,3 +297,16 @@ def test_a_gpu_trainer_without_a_gpu_is_one_line():
     with pytest.raises(ConfigError, match="trainer.devices=0"):
         check_devices(OmegaConf.create({"trainer": {"accelerator": "cpu", "devices": 0}}))
     check_devices(OmegaConf.create({"trainer": {"accelerator": "cpu", "devices": "auto"}}))
+
+
+def test_eval_help_lists_the_agents_and_no_training_group():
+    """``eval.py --help`` names exactly the agents in conf/agent/, and none of the training groups."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "eval.py", "--help"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    agents = out.stdout.split("== Agents (agent=...) ==\n")[1].splitlines()[0]
+    assert agents.split(", ") == sorted(p.stem for p in (REPO / "conf" / "agent").glob("*.yaml"))
+    assert "experiment:" not in out.stdout and "model:" not in out.stdout and "ablation:" not in out.stdout

@@ -106,3 +106,13 @@ def test_each_layer_keeps_to_its_place(layer_name, forbidden):
 def test_the_simulator_runs_without_torch():
     sources = [p.read_text() for p in (SRC / "blocks" / "world").rglob("*.py")]
     assert not any("import torch" in s for s in sources)
+
+
+def test_make_install_brings_jupyter_for_the_notebooks():
+    """The README says `jupyter lab notebooks/` after `make install` (the dev extras pull the notebooks extra)."""
+    import importlib.util
+
+    assert (
+        importlib.util.find_spec("jupyterlab") is not None
+        and importlib.util.find_spec("nbclient") is not None
+    )

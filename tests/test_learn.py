@@ -683,3 +683,43 @@ def test_an_interrupt_saves_last_ckpt_and_the_resumed_run_ends_as_one_never_stop
     assert (
         final["global_step"] == torch.load(tmp_path / "whole" / "last.ckpt", weights_only=True)["global_step"]
     )
+
+
+def test_the_progress_bar_of_a_run_resumed_mid_epoch_shows_its_epoch_and_total(corpus_root, tmp_path):
+    """Lightning skips ``on_train_epoch_start`` after a resume in mid-epoch: its own bar read ``4/?``."""
+    import os
+    import signal
+
+    import pytorch_lightning as pl
+
+    from blocks.learn.callbacks import GracefulStop, ProgressBar
+
+    seen: list[tuple[object, str, int]] = []
+
+    class SendSignal(pl.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            if batch_idx == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    class Look(pl.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            bar = trainer.progress_bar_callback.train_progress_bar
+            seen.append((bar.total, bar.desc, bar.n))
+
+    def fit(extra, ckpt_path=None) -> None:
+        pl.seed_everything(0)
+        dm = RolloutDataModule(root=str(corpus_root), batch_size=2, chunks_per_update=2, max_train_examples=8,
+                               max_val_examples=2, seed=3)  # fmt: skip
+        learner = BanditLearner(dm.vocabulary.to_list(), lr=1e-3)
+        checkpoints = pl.callbacks.ModelCheckpoint(tmp_path, save_last=True)
+        trainer = pl.Trainer(max_epochs=1, logger=False, num_sanity_val_steps=0, enable_model_summary=False,
+                             limit_val_batches=0, callbacks=[checkpoints, GracefulStop(), ProgressBar(refresh_rate=1),
+                                                             *extra])  # fmt: skip
+        trainer.fit(learner, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)
+
+    with pytest.raises(SystemExit):
+        fit([SendSignal()])
+    fit([Look()], ckpt_path=str(tmp_path / "last.ckpt"))
+    assert seen and all(total == 8 and desc.startswith("Epoch 0") for total, desc, _ in seen)
+    first = seen[0][2]  # it goes on counting from where the run stopped (after the update in progress)
+    assert first >= 4 and [n for *_, n in seen] == list(range(first, 9))

@@ -183,7 +183,7 @@ def test_an_interrupted_supervised_start_resumes_with_ckpt_path_auto(corpus_root
 def test_resume_continues_the_run_as_recorded_and_refuses_a_contradiction(corpus_root, tmp_path):
     """``ckpt_path=last`` alone continues with the run's own settings (not the defaults) and leaves its record in
     .hydra/config.yaml; an override that contradicts the record is one line naming both values, exit 2; with
-    ``+resume.override=true`` it is taken."""
+    ``+resume.override=true`` it is taken; more epochs are taken as given (training on changes no history)."""
     run = tmp_path / "run"
     first = ["experiment=smoke", "trainer.max_epochs=1", "data.max_train_examples=8", "final_eval.limit=2"]
     run_train([*first, f"hydra.run.dir={run}"], tmp_path, corpus_root)
@@ -191,17 +191,20 @@ def test_resume_continues_the_run_as_recorded_and_refuses_a_contradiction(corpus
     assert "finished and evaluated already" in out.stderr + out.stdout  # max_epochs 1 from the record, not 30
     recorded = (run / ".hydra" / "config.yaml").read_text()
     assert "max_train_examples: 8" in recorded and "max_epochs: 1" in recorded
-    out = run_train([f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_epochs=2"], tmp_path, corpus_root,
-                    check=False)  # fmt: skip
+    out = run_train([f"hydra.run.dir={run}", "ckpt_path=last", "data.max_train_examples=16"], tmp_path,
+                    corpus_root, check=False)  # fmt: skip
     assert out.returncode == 2
-    assert "trainer.max_epochs=2 given, the run's record says trainer.max_epochs=1" in out.stderr
+    assert "data.max_train_examples=16 given, the run's record says data.max_train_examples=8" in out.stderr
     assert (
         len(out.stderr.strip().splitlines()) == 1 and (run / ".hydra" / "config.yaml").read_text() == recorded
     )
-    run_train([f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_epochs=2", "+resume.override=true"],
-              tmp_path, corpus_root)  # fmt: skip
+    run_train([f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_epochs=2"], tmp_path, corpus_root)
     last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
     assert last["epoch"] == 1 and last["run_record"]["config"]["data"]["max_train_examples"] == 8
+    run_train([f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_epochs=3", "data.max_train_examples=16",
+               "+resume.override=true"], tmp_path, corpus_root)  # fmt: skip
+    last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
+    assert last["epoch"] == 2 and last["run_record"]["config"]["data"]["max_train_examples"] == 16
 
 
 def test_sigterm_in_the_supervised_start_saves_it_and_the_resumed_run_ends_as_one_never_stopped(corpus_root,
@@ -333,6 +336,15 @@ def test_a_users_mistake_is_one_line_and_exit_status_2(args, message, corpus_roo
     assert out.stderr.startswith(message) and "Traceback" not in out.stderr
 
 
+def test_a_run_folder_that_cannot_be_written_is_one_line(corpus_root, tmp_path):
+    """Hydra makes the folder and its log file before the task starts: a file in the way is one line, exit 2."""
+    (tmp_path / "a_file").write_text("")
+    out = run_train(["experiment=smoke", f"hydra.run.dir={tmp_path / 'a_file' / 'run'}"], tmp_path, corpus_root,
+                    check=False)  # fmt: skip
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [out.stderr.strip()]
+    assert out.stderr.startswith("error: cannot write the run's folder: Not a directory")
+
+
 TINY = ["data.max_train_examples=16", "data.max_val_examples=8", "data.batch_size=8", "data.val_batch_size=8",
         "pretrain.epochs=1", "pretrain.batch_size=8", "final_eval.limit=8"]  # fmt: skip
 
@@ -348,6 +360,7 @@ def test_ablation_sweep_runs_two_at_a_time_resumes_and_writes_one_table(corpus_r
     assert (
         "| no_f1 | 42 |" in (sweep / "summary.md").read_text()
         and "4.33" in (sweep / "summary.md").read_text()
+        and "| dev, 8 examples (limit 8) |" in (sweep / "summary.md").read_text()
     )
     for picture in ("curves.png", "paper.png"):
         assert (sweep / picture).read_bytes()[:4] == b"\x89PNG"

@@ -102,7 +102,16 @@ def main(argv: list[str]) -> Path:
     from blocks.episode import run_episode
     from blocks.render.factory import make_renderer
 
-    cfg = OmegaConf.merge(OmegaConf.create(DEFAULTS), OmegaConf.from_dotlist(argv))
+    # The instruction is taken verbatim: parsed as YAML, ``?!.,;:`` would become a mapping and ``${x}`` an
+    # interpolation. Everything else is a key=value the config parses.
+    texts = [a.split("=", 1)[1] for a in argv if a.startswith("instruction=")]
+    settings = [a for a in argv if not a.startswith("instruction=")]
+    malformed = [a for a in settings if "=" not in a]
+    if malformed:
+        raise ConfigError(
+            f"{malformed[0]!r}: options are key=value, for example index=3 or instruction='put ...'"
+        )
+    cfg = OmegaConf.merge(OmegaConf.create(DEFAULTS), OmegaConf.from_dotlist(settings))
     unknown = set(cfg) - set(DEFAULTS)
     if unknown:
         raise ConfigError(f"unknown option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
@@ -126,7 +135,7 @@ def main(argv: list[str]) -> Path:
     if not 0 <= cfg.index < len(examples):
         raise ConfigError(f"index={cfg.index} out of range: split {cfg.split} has {len(examples)} examples")
     example = examples[cfg.index]
-    instruction = cfg.instruction or example.instruction
+    instruction = texts[-1] if texts and texts[-1].strip() else example.instruction
     renderer = make_renderer(getattr(agent, "render", "flat"), root, getattr(agent, "image_size", 120))
     episode = run_episode(agent, example.task, instruction, renderer)
     out = Path(cfg.out or f"logs/gif/{cfg.agent}_{cfg.split}_{cfg.index}.gif")

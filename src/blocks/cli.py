@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from blocks.errors import ConfigError, UsageError
 
 _SHOW = "BLOCKS_SHOW_TRACEBACK"  # the user's own HYDRA_FULL_ERROR, kept while Hydra's is set to re-raise
+_task = {"started": False}  # whether Hydra got as far as calling the task function
 
 
 def usage_error(error: BaseException | None) -> BaseException | None:
@@ -57,6 +58,7 @@ def exit_with(error: BaseException) -> NoReturn:
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
     """Around the body of a Hydra task function: a user's mistake exits there, before Hydra adds its own line."""
+    _task["started"] = True
     try:
         yield
     except Exception as error:
@@ -72,6 +74,17 @@ def run(main: Callable[[], Any]) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises what it cannot compose, so it can be judged here
     try:
         main()
+    except OSError as error:
+        if _task["started"] or os.environ.get(_SHOW) == "1":
+            raise
+        # Hydra creates the run's folder and its log file before the task starts: a path that cannot be written
+        # is the user's to change, not a 50-line traceback.
+        exit_with(
+            ConfigError(
+                f"cannot write the run's folder: {error.strerror} ({error.filename}); choose a writable one with "
+                f"hydra.run.dir=<folder> (sweeps: hydra.sweep.dir=<folder>) or paths.log_dir=<folder>"
+            )
+        )
     except Exception as error:
         usage = usage_error(error)
         if usage is None or os.environ.get(_SHOW) == "1":

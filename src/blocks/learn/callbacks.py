@@ -17,6 +17,21 @@ from blocks.learn.rollout import RolloutPiece
 log = logging.getLogger(__name__)
 
 
+class ProgressBar(pl.callbacks.TQDMProgressBar):
+    """Lightning's bar, which also knows its place after a resume in the middle of an epoch: Lightning does not
+    call ``on_train_epoch_start`` then, and its bar would read ``400/?`` with no epoch, total or time left."""
+
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, module: pl.LightningModule, batch: Any, index: int
+    ) -> None:
+        bar = self._train_progress_bar
+        if bar is not None and bar.total is None and not bar.disable:
+            total = trainer.num_training_batches
+            bar.reset(total=None if total == float("inf") else int(total))
+            bar.initial = bar.n = index  # the rate and time left count this session's batches only
+            bar.set_description(f"Epoch {trainer.current_epoch}")
+
+
 class WallClock(pl.Callback):
     """Logs ``time/train_hours``: training wall time summed over every session of a run, resumes included."""
 

@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 # What a resumed run may change without asking: where it resumes from, how many threads, where files go.
 RUNTIME_KEYS = ("ckpt_path", "threads", "paths", "resume", "hydra")
+# What a resumed run may change when the command says so, because it leaves the run's history as it was: training
+# on for more epochs or steps, evaluating the result on another split or number of examples.
+EXTENSION_KEYS = ("trainer.max_epochs", "trainer.max_steps", "final_eval")
 RECORD_KEY = "run_record"
 
 
@@ -103,7 +106,12 @@ def resumed_config(cfg: DictConfig, checkpoint: str) -> DictConfig:
     for key in sorted(set(now) | set(then)):
         if now.get(key, "(absent)") == then.get(key, "(absent)"):
             continue
-        if any(key == g or key.startswith(g + ".") for g in values):
+        if not any(key == g or key.startswith(g + ".") for g in values):
+            continue
+        if any(key == k or key.startswith(k + ".") for k in EXTENSION_KEYS):
+            OmegaConf.update(recorded, key, OmegaConf.select(cfg, key), force_add=True)
+            log.info("resume: %s=%s (the record: %s)", key, now.get(key), then.get(key, "(absent)"))
+        else:
             conflicts.append((key, now.get(key, "(absent)"), then.get(key, "(absent)")))
             changed.append(key)
     if conflicts and not allow:

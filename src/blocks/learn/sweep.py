@@ -33,7 +33,7 @@ from blocks.paper import PAPER_SWEEPS
 
 COLUMNS = ("value", "seed", "mean_error", "median_error", "mean_min_distance", "median_min_distance", "mean_steps",
            "horizon_rate", "tune_error", "paper_mean_error", "difference", "low", "high", "frames", "hours",
-           "folder")  # fmt: skip
+           "split", "n", "folder")  # fmt: skip
 
 
 def swept_value(job: Path, key: str) -> str | None:
@@ -139,7 +139,7 @@ def run_row(job: Path, key: str | None = None) -> dict[str, Any]:
         "frames": _logged(columns, "train/frames", lambda v: v[-1]),
         "hours": _logged(columns, "time/train_hours", lambda v: v[-1]),
         "folder": job.name, "checkpoint": record.get("checkpoint"), "split": record.get("split"),
-        "limit": record.get("limit"),
+        "limit": record.get("limit"), "n": record.get("n"),
     }  # fmt: skip
 
 
@@ -188,11 +188,19 @@ def number(x: Any, digits: int = 2) -> str:
     return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{digits}f}"
 
 
+def evaluated_on(row: dict[str, Any]) -> str:
+    """The split and how many of its examples a row's figures cover: an 8-example smoke sweep says so."""
+    n = row.get("n")
+    return f"{row.get('split') or '?'}, {n if n is not None else '?'} examples" + (
+        f" (limit {row['limit']})" if row.get("limit") else ""
+    )
+
+
 def markdown(rows: list[dict[str, Any]], key: str, reference: str) -> str:
     lines = [
         f"| {key} | seed | tune (selected) | mean error | median | mean min. distance | paper (mean) | "
-        f"vs {reference} (95 % interval) | steps | horizon | frames | hours |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"vs {reference} (95 % interval) | steps | horizon | frames | hours | evaluated on |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         paired = "-" if r.get("difference") is None else (
@@ -202,7 +210,8 @@ def markdown(rows: list[dict[str, Any]], key: str, reference: str) -> str:
             f"| {r['value']} | {r['seed'] or '-'} | {number(r['tune_error'])} | {number(r['mean_error'])} | "
             f"{number(r['median_error'])} | "
             f"{number(r['mean_min_distance'])} | {number(r['paper_mean_error'])} | {paired} | "
-            f"{number(r['mean_steps'], 1)} | {100 * r['horizon_rate']:.0f} % | {frames} | {number(r['hours'])} |"
+            f"{number(r['mean_steps'], 1)} | {100 * r['horizon_rate']:.0f} % | {frames} | {number(r['hours'])} | "
+            f"{evaluated_on(r)} |"
         )
     # The paper's protocol: the best of several runs. Ours picks on the tuning split, never on dev.
     for value, runs in by_value(rows).items():

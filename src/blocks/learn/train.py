@@ -16,7 +16,7 @@ from blocks.cli import TRAIN_INTEGERS, accepted_keys, check_integers, check_keys
 from blocks.errors import CheckpointError, ConfigError, positive_number
 from blocks.learn.record import RunRecord, make_record, restore_hydra_record, resumed_config
 from blocks.model.checkpoint import load_file, network_options
-from blocks.render.factory import render_of
+from blocks.render.factory import check_render, render_of
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,8 @@ def check_config(cfg: DictConfig) -> None:
             experiment = _choice("experiment") or "this experiment"
             raise ConfigError(f"{key}: required by experiment={experiment}, no value given (see its comment)")
     check_devices(cfg)
+    if "render" in cfg.data:
+        check_render(cfg.data.render)
     for key in ("model.lr", "pretrain.lr"):  # nan, inf or a word: one line now, not a crash after an update
         if OmegaConf.select(cfg, key) is not None:
             positive_number(OmegaConf.select(cfg, key), key)
@@ -104,7 +106,7 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
     """The supervised initialisation of a rollout learner, as (model, data, trainer, checkpoint callback):
     ``pretrain.epochs`` of SUPERVISED on the demonstrated training examples (``data.demonstration_fraction``),
     clipped at ``pretrain.gradient_clip``, saved under ``pretrain/`` of the run."""
-    from blocks.learn.callbacks import GracefulStop
+    from blocks.learn.callbacks import GracefulStop, ProgressBar
     from blocks.learn.data import DemonstrationDataModule
     from blocks.learn.supervised import SupervisedLearner
 
@@ -134,7 +136,7 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
     trainer = hydra.utils.instantiate(
         trainer_cfg,
         callbacks=[
-            checkpoint, pl.callbacks.TQDMProgressBar(refresh_rate=10), GracefulStop(), RunRecord(make_record(cfg))
+            checkpoint, ProgressBar(refresh_rate=10), GracefulStop(), RunRecord(make_record(cfg))
         ],
         logger=pl.loggers.CSVLogger(str(out), name="csv"),
     )  # fmt: skip

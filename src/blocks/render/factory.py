@@ -11,12 +11,17 @@ from blocks.render.renderer import Renderer
 RENDERERS = {"flat": Renderer, "release": ReleaseRenderer}
 
 
+def check_render(kind: str) -> None:
+    """An unknown picture name fails naming the choices (checked before a run loads anything)."""
+    if kind not in RENDERERS:
+        raise ConfigError(f"data.render={kind!r}: unknown picture; one of {', '.join(RENDERERS)}")
+
+
 def make_renderer(
     kind: str = "flat", data_root: Path | str | None = None, size: int = 120, logos: bool = True
 ) -> Renderer | ReleaseRenderer:
     """The renderer ``kind`` draws with; an unknown name fails naming the choices."""
-    if kind not in RENDERERS:
-        raise ConfigError(f"data.render={kind!r}: unknown picture; one of {', '.join(RENDERERS)}")
+    check_render(kind)
     return RENDERERS[kind](data_root, size, logos=logos)
 
 
