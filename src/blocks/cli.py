@@ -74,20 +74,19 @@ def run(main: Callable[[], Any]) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises what it cannot compose, so it can be judged here
     try:
         main()
-    except OSError as error:
-        if _task["started"] or os.environ.get(_SHOW) == "1":
+    except Exception as error:
+        if os.environ.get(_SHOW) == "1":
             raise
-        # Hydra creates the run's folder and its log file before the task starts: a path that cannot be written
-        # is the user's to change, not a 50-line traceback.
-        exit_with(
-            ConfigError(
+        usage = usage_error(error)
+        if usage is None and isinstance(error, OSError) and error.errno is not None and not _task["started"]:
+            # Hydra creates the run's folder and its log file before the task starts: a path that cannot be
+            # written is the user's to change, not a 50-line traceback. (Hydra's own "config not found" is an
+            # OSError without an errno; usage_error words it.)
+            usage = ConfigError(
                 f"cannot write the run's folder: {error.strerror} ({error.filename}); choose a writable one with "
                 f"hydra.run.dir=<folder> (sweeps: hydra.sweep.dir=<folder>) or paths.log_dir=<folder>"
             )
-        )
-    except Exception as error:
-        usage = usage_error(error)
-        if usage is None or os.environ.get(_SHOW) == "1":
+        if usage is None:
             raise
         exit_with(usage)
 
