@@ -7,9 +7,10 @@ STAMP := $(VENV)/.installed
 # Test processes (pytest-xdist), one torch thread each: most of a test's time is one Python process starting up or
 # stepping small boards, so a second process fills the second core. WORKERS=0 runs everything in one process.
 WORKERS ?= 2
+PORT ?= 7860
 PYTEST := OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -n $(WORKERS) --dist worksteal
 
-.PHONY: install test test-all lint eval bench train clean
+.PHONY: install install-browser test test-all lint eval bench train demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +37,13 @@ eval: $(STAMP)  ## the baselines and the shipped agents on dev
 bench: $(STAMP)
 	$(PY) -m blocks.bench env
 	$(PY) -m blocks.bench train
+
+demo: $(STAMP)  ## the page to try the agents: http://127.0.0.1:$(PORT)
+	$(PY) -m blocks.demo port=$(PORT)
+
+install-browser:  ## headless Chromium and its driver (Debian's packages) for the browser test
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
 train: $(STAMP)  ## the main job: the paper's approach from scratch, then its selected checkpoint on dev
 	$(PY) train.py experiment=paper_bandit

@@ -96,6 +96,20 @@ def test_cached_patches_give_the_pictures_drawn_fresh(release):
     assert np.array_equal(first, again) and np.array_equal(first, fresh) and np.array_equal(first, one_by_one)
 
 
+def test_the_patch_store_stays_bounded_and_the_pictures_the_same(release):
+    """A wandering learner meets new positions without end: the store drops its older half when full."""
+    rng = np.random.default_rng(1)
+    bounded = ReleaseRenderer(logos=False, max_patches=100)
+    present = np.ones((4, MAX_BLOCKS), bool)
+    first = rng.uniform(-1.2, 1.2, (4, MAX_BLOCKS, 2))
+    expected = release.render(first, present, [False, True, False, True])
+    assert np.array_equal(bounded.render(first, present, [False, True, False, True]), expected)
+    for _ in range(6):
+        bounded.render(rng.uniform(-1.2, 1.2, (4, MAX_BLOCKS, 2)), present, [True] * 4)
+        assert len(bounded._patches) <= 100
+    assert np.array_equal(bounded.render(first, present, [False, True, False, True]), expected)
+
+
 def test_digit_labels_are_dark_text_over_green_and_differ(release):
     """Block i carries the number i + 1: the same place drawn as block 0 ("1") and as block 1 ("2")."""
     pictures = []

@@ -61,7 +61,7 @@ class ReadAndPlanAgent(Agent):
         vocabularies = [vocabulary] if single else list(vocabulary)
         if len(vocabularies) != len(self.predictors):
             raise ValueError("give one vocabulary per goal predictor")
-        self.vocabs = [v if isinstance(v, Vocabulary) else Vocabulary(v) for v in vocabularies]
+        self.vocabularies = [v if isinstance(v, Vocabulary) else Vocabulary(v) for v in vocabularies]
         self.max_replans = max_replans
         self.image_size = reader.image_size
         self.device = next(reader.parameters()).device
@@ -84,7 +84,7 @@ class ReadAndPlanAgent(Agent):
         n = len(tasks)
         self.texts = [
             pad_token_ids([vocab.encode(tokenize(t), mend_unknown=True) for t in instructions])
-            for vocab in self.vocabs
+            for vocab in self.vocabularies
         ]
         self.plans: list[list[int]] = [[] for _ in range(n)]
         self.needs_plan = np.ones(n, bool)

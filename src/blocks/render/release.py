@@ -15,6 +15,7 @@ within the samples' spacing); boards revisit positions, so after warm-up drawing
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Sequence
@@ -37,6 +38,8 @@ LABEL_SPAN = 1.5  # a digit label's square, in block sides, centred on the block
 FACE_KINDS = ("top", "x/+", "x/-", "z/+", "z/-")
 FACE_KEYS = tuple(f"{deco}/{kind}" for deco in ("logo", "digit") for kind in FACE_KINDS)
 QUANTUM = 4  # patches are cached per 1/QUANTUM pixel of the block centre's position
+MAX_PATCHES = 200_000  # patches kept at most (about 2.5 kB each at 120 px): a learner that wanders the board
+# draws new positions without end, and an unbounded store grew past 12 GB in one bandit epoch
 
 
 @dataclass(frozen=True)
@@ -276,8 +279,11 @@ class ReleaseRenderer:
         logos: bool = True,
         samples: int = 4,
         view: View | None = None,
+        max_patches: int = MAX_PATCHES,
     ):
-        """``view`` draws another window shape (the release's frames are 422 x 466) instead of ``size``."""
+        """``view`` draws another window shape (the release's frames are 422 x 466) instead of ``size``.
+        ``max_patches``: before drawing new patches into a full store its older half is dropped (drawn again
+        when met again)."""
         self.view = view or View(size, size)
         self.size = size
         self.camera = Camera(size)
@@ -287,6 +293,7 @@ class ReleaseRenderer:
         self.background = background(self.scene, self.view)
         self._scale = self.view.focal / (CAMERA_HEIGHT - self.scene.top) * QUANTUM
         self._patches: dict[int, tuple[int, int, int, int, np.ndarray, np.ndarray] | None] = {}
+        self.max_patches = max_patches
 
     def _codes(self, positions: np.ndarray, logo: np.ndarray) -> np.ndarray:
         """One integer per (board, block): its decoration, identity and position in quarter pixels."""
@@ -323,7 +330,7 @@ class ReleaseRenderer:
                     slice(inner[0].start + rows[0], inner[0].start + rows[-1] + 1),
                     slice(inner[1].start + cols[0], inner[1].start + cols[-1] + 1),
                 )
-                keep = np.broadcast_to(1.0 - coverage[tight], (3, *coverage[tight].shape))
+                keep = (1.0 - coverage[tight])[None]  # one channel, broadcast over the three when drawn
                 self._patches[code] = (
                     rr0 + int(rows[0]), rr0 + int(rows[-1]) + 1, cc0 + int(cols[0]), cc0 + int(cols[-1]) + 1,
                     np.ascontiguousarray(keep, np.float32),
@@ -353,6 +360,9 @@ class ReleaseRenderer:
         patches = self._patches
         missing = sorted({c for i in range(n) for c in codes[i][: counts[i]] if c not in patches})
         if missing:
+            if len(patches) + len(missing) > self.max_patches:  # drop the older half (dicts keep their order)
+                for code in list(itertools.islice(patches, max(len(patches) // 2, len(missing)))):
+                    del patches[code]
             self._fill(missing)
         canvas = np.empty((3, height, width), np.float32)
         for i in range(n):
