@@ -4,7 +4,7 @@ import hydra
 from omegaconf import DictConfig
 
 from blocks.cli import run, user_errors
-from blocks.learn.train import train
+from blocks.runs.train import train
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

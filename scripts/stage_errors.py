@@ -30,9 +30,11 @@ import torch
 from blocks.agents.reader import ReadAndPlanAgent
 from blocks.corpus.loader import SPLITS, load_split
 from blocks.corpus.text import Vocabulary
+from blocks.data.boards import board_batch, corpus_boards
+from blocks.data.goals import goal_batch
 from blocks.evaluate import run_episodes
-from blocks.learn.goal import goal_batch, goal_errors
-from blocks.learn.perception import board_batch, corpus_boards, location_accuracy
+from blocks.learn.goal import goal_errors
+from blocks.learn.perception import location_accuracy
 from blocks.model.checkpoint import load_goal_predictor, load_reader
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import BLOCK_SIDE

@@ -22,7 +22,7 @@ import torch
 
 from blocks.corpus.loader import SPLITS, load_split
 from blocks.corpus.text import Vocabulary
-from blocks.learn.data import DemonstrationSteps
+from blocks.data.demonstrations import DemonstrationSteps
 from blocks.model.checkpoint import load_policy
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import STOP_DIRECTION

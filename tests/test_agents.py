@@ -136,7 +136,7 @@ def test_target_learner_learns_block_and_target_from_the_first_picture(corpus_ro
     """model=target: one pair per example (its start), the loss falls on a few examples, and it needs a goal head."""
     import pytorch_lightning as pl
 
-    from blocks.learn.data import DemonstrationDataModule
+    from blocks.data.demonstrations import DemonstrationDataModule
     from blocks.learn.target import TargetLearner
 
     data = DemonstrationDataModule(root=str(corpus_root), batch_size=4, max_train_examples=4, seed=0,

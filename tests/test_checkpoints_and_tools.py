@@ -168,8 +168,8 @@ def test_exported_checkpoint_is_small_and_acts_the_same(checkpoint, corpus_root,
     from blocks.agents.policy import PolicyAgent
     from blocks.corpus import load_split
     from blocks.evaluate import run_episodes
-    from blocks.learn.export import export
     from blocks.render import Renderer
+    from blocks.runs.export import export
 
     slim = export(checkpoint, tmp_path / "slim.ckpt")
     assert slim.stat().st_size < checkpoint.stat().st_size / 2
@@ -253,10 +253,6 @@ def _script(name: str):
     return module
 
 
-def _stop_rules():
-    return _script("stop_rules")
-
-
 def test_paired_comparison_finds_a_known_difference_and_resamples_board_sequences():
     compare = _script("compare_episodes")
     rng = np.random.default_rng(0)
@@ -268,39 +264,6 @@ def test_paired_comparison_finds_a_known_difference_and_resamples_board_sequence
     assert compare.paired_difference(a, a, samples=200)["difference"] == 0.0
     with pytest.raises(ValueError, match="same examples"):
         compare.paired_difference(a, {"u0": a["u0"]})
-
-
-def test_stop_rules_fire_on_undone_moves_and_revisited_boards():
-    rules = _stop_rules()
-    a, b, c = b"a", b"b", b"c"
-    # block 3 right (3*4+1), left (3*4+0), right, then STOP; boards after each action: b, a, b, b
-    trace = rules.Trace(errors=[2.0, 1.0, 2.0, 1.0, 1.0], boards=[b, a, b, b], actions=[13, 12, 13, 80])
-    assert rules.reverses(trace) == [False, True, True, False]
-    assert rules.stopped_error(trace, rules.reverses(trace)) == 1.0  # the board after the first move
-    # the board b is seen after actions 1 and 3 (the STOP leaves it, that is not a new visit)
-    assert rules.revisits(trace, times=1) == [False, False, False, True]
-    assert rules.revisits(trace, times=2) == [False] * 4
-    assert rules.stopped_error(trace, [False] * 4) == 1.0  # no rule: the final board
-    assert rules.revisits(rules.Trace(boards=[a, b, c, c]), times=1) == [False] * 4
-
-
-@slow
-def test_stop_rules_script_scores_the_run_as_eval_does(corpus_root, tmp_path):
-    """The no-rule row is the agent's own error, as eval.py measures it on the same examples."""
-    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
-    checkpoint = "checkpoints/distill.ckpt"
-    out = subprocess.run(
-        [sys.executable, "scripts/stop_rules.py", checkpoint, "--split", "dev", "--limit", "12"],
-        cwd=REPO, env=env, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    rows = {line[:44].strip(): float(line[44:].split("/")[0]) for line in out.splitlines()[1:]}
-    evaluated = subprocess.run(
-        [sys.executable, "eval.py", "agent=policy", f"ckpt_path={checkpoint}", "split=dev", "limit=12", "progress=false"],
-        cwd=REPO, env=env, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    error = json.loads(evaluated.splitlines()[-1])["mean_error"]
-    assert rows["as run (no rule)"] == pytest.approx(error, abs=1e-3)
-    assert rows["oracle: the closest board (min. distance)"] <= min(rows.values()) + 1e-9
 
 
 def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, monkeypatch):
@@ -395,7 +358,8 @@ def test_the_seven_shipped_goal_networks_read_as_one_place_goals_better_than_one
 
     from blocks.corpus import load_split
     from blocks.corpus.text import Vocabulary
-    from blocks.learn.goal import goal_batch, goal_errors
+    from blocks.data.goals import goal_batch
+    from blocks.learn.goal import goal_errors
     from blocks.model.checkpoint import load_goal_predictor
 
     loaded = [load_goal_predictor(str(SHIPPED / f"{name}.ckpt")) for name in SEVEN_GOAL_NETWORKS]
@@ -425,7 +389,7 @@ def test_the_read_and_plan_notebook_runs(corpus_root):
 def test_sweep_summary_pairs_each_run_with_the_reference(tmp_path):
     """The sweep table: the swept value, the paper's figure, the paired difference from the reference run of the
     same seed, and the best of several seeds picked on the tuning split; the plot puts a value's seeds together."""
-    from blocks.learn.sweep import against_paper_figure, paper_figure, summarize_sweep
+    from blocks.runs.sweep import against_paper_figure, paper_figure, summarize_sweep
 
     figures = {"mean_error": 0.0, "median_error": 0.0, "mean_min_distance": 0.0, "median_min_distance": 0.0,
                "mean_steps": 10.0, "horizon_rate": 0.0}  # fmt: skip
@@ -463,7 +427,7 @@ def test_sweep_summary_pairs_each_run_with_the_reference(tmp_path):
 def test_sweep_summary_pairs_with_a_reference_kept_outside_the_sweep(tmp_path, capsys):
     """Figure 4's 100 % in a later world is the approach's run, kept in another folder: ``--also`` lists it with
     its value read from its composed config and pairs the sweep's runs of its seed against it."""
-    from blocks.learn.sweep import main
+    from blocks.runs.sweep import main
 
     figures = {"mean_error": 0.0, "median_error": 0.0}
     header = "uid,episode,error,min_distance,steps,hit_horizon,reached_goal,failed_moves"
@@ -512,7 +476,7 @@ def _finished_run(folder: Path, seed: int, tune: list[float], figures: dict, che
 def test_seeds_report_picks_the_best_run_on_tune_and_refuses_mixed_splits(tmp_path):
     """The paper's best of three, picked on the tuning split (not on dev, where run a is better)."""
     from blocks.errors import ConfigError
-    from blocks.learn.seeds import report
+    from blocks.runs.seeds import report
 
     a = _finished_run(tmp_path / "a", 1, [5.0, 4.5], {"mean_error": 4.0, "median_error": 3.5})
     b = _finished_run(tmp_path / "b", 2, [4.8, 4.2], {"mean_error": 4.4, "median_error": 4.1})
@@ -537,8 +501,8 @@ def test_a_kept_record_reads_as_its_run_and_points_at_the_exported_checkpoint(tm
     import torch
 
     from blocks.errors import ConfigError
-    from blocks.learn.keep import keep
-    from blocks.learn.sweep import run_row
+    from blocks.runs.keep import keep
+    from blocks.runs.sweep import run_row
 
     run = _finished_run(tmp_path / "run", 7, [5.0, 4.5], {"mean_error": 4.0, "median_error": 3.5},
                         str(SHIPPED / "bandit.ckpt"))  # fmt: skip
@@ -568,8 +532,8 @@ def test_an_ensemble_of_one_network_twice_acts_as_that_network(corpus_root, tmp_
     from blocks.agents.policy import PolicyAgent
     from blocks.corpus.loader import load_split
     from blocks.evaluate import run_episodes, write_episodes
-    from blocks.learn.seeds import report
     from blocks.render.renderer import Renderer
+    from blocks.runs.seeds import report
 
     checkpoint = str(SHIPPED / "bandit.ckpt")
     examples = load_split("dev", corpus_root)[:8]
@@ -592,9 +556,9 @@ def test_averaging_a_runs_epochs_gives_the_mean_weights(tmp_path):
     """``export --average``: the mean of the epochs' weights, loadable like any exported goal predictor."""
     import torch
 
-    from blocks.learn.export import average
     from blocks.learn.goal import GoalLearner
     from blocks.model.checkpoint import load_goal_predictor
+    from blocks.runs.export import average
 
     folder = tmp_path / "run" / "checkpoints"
     folder.mkdir(parents=True)
@@ -639,8 +603,8 @@ def _payload_checkpoint(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_a_checkpoint_that_would_run_code_is_refused_without_running_it(tmp_path):
     from blocks.errors import CheckpointError
-    from blocks.learn.export import export
     from blocks.model.checkpoint import load_goal_predictor, read_checkpoint
+    from blocks.runs.export import export
 
     bad, marker = _payload_checkpoint(tmp_path)
     for load in (read_checkpoint, load_goal_predictor, lambda p: export(p, tmp_path / "out.ckpt")):

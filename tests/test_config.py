@@ -14,7 +14,7 @@ from omegaconf import OmegaConf, open_dict
 
 from blocks.cli import accepted_keys, one_line, usage_error
 from blocks.errors import CheckpointError, ConfigError
-from blocks.learn.train import check_config, name_checkpoints_by_step, pretraining
+from blocks.runs.train import check_config, name_checkpoints_by_step, pretraining
 
 from .conftest import REPO
 
@@ -102,7 +102,7 @@ def test_hydras_own_errors_fold_into_one_line():
 def test_ablations_compose_onto_the_bandit(ablation, check):
     cfg = composed("model=bandit", f"ablation={ablation}")
     assert cfg.model._target_ == "blocks.learn.bandit.BanditLearner" and check(cfg)
-    assert cfg.data._target_ == "blocks.learn.data.RolloutDataModule"
+    assert cfg.data._target_ == "blocks.data.rollouts.RolloutDataModule"
     assert cfg.trainer.gradient_clip_val is None and cfg.model.gradient_clip == 5.0
 
 
@@ -155,7 +155,7 @@ def test_the_papers_baselines_train_at_the_approachs_budget_on_the_release_paths
 def test_ckpt_path_last_resumes_this_run_folder_and_refuses_when_it_has_no_checkpoint(tmp_path):
     import torch
 
-    from blocks.learn.train import resume_path, supervised_start
+    from blocks.runs.train import resume_path, supervised_start
 
     cfg = composed("model=bandit", "ckpt_path=last")
     auto = composed("model=bandit", "ckpt_path=auto")
@@ -181,7 +181,7 @@ def test_ckpt_path_last_resumes_this_run_folder_and_refuses_when_it_has_no_check
 def test_a_damaged_last_checkpoint_gives_way_to_the_newest_readable_one(tmp_path, caplog):
     import torch
 
-    from blocks.learn.train import resume_path
+    from blocks.runs.train import resume_path
 
     cfg = composed("model=bandit", "ckpt_path=last")
     with open_dict(cfg):
@@ -210,7 +210,7 @@ def test_a_rerun_skips_only_a_run_that_finished_and_was_evaluated_as_configured(
 
     import torch
 
-    from blocks.learn.train import finished_record
+    from blocks.runs.train import finished_record
 
     cfg = composed("model=bandit", "ckpt_path=last", "trainer.max_epochs=3")
     with open_dict(cfg):
@@ -232,7 +232,7 @@ def test_a_rerun_skips_only_a_run_that_finished_and_was_evaluated_as_configured(
 
 def test_the_no_prev_action_ablation_trains_its_own_supervised_start(tmp_path, monkeypatch):
     """The sweep's shared start reads the previous action; the run without it cannot load it and trains its own."""
-    import blocks.learn.train as train_module
+    import blocks.runs.train as train_module
 
     shared = tmp_path / "shared.ckpt"
     shared.write_bytes(b"")
@@ -290,7 +290,7 @@ def test_a_run_validating_within_an_epoch_names_each_checkpoint_by_its_step():
 def test_a_gpu_trainer_without_a_gpu_is_one_line():
     from omegaconf import OmegaConf
 
-    from blocks.learn.train import check_devices
+    from blocks.runs.train import check_devices
 
     with pytest.raises(ConfigError, match="no GPU that torch can use"):
         check_devices(OmegaConf.create({"trainer": {"accelerator": "gpu", "devices": 1}}))
@@ -310,3 +310,26 @@ def test_eval_help_lists_the_agents_and_no_training_group():
     agents = out.stdout.split("== Agents (agent=...) ==\n")[1].splitlines()[0]
     assert agents.split(", ") == sorted(p.stem for p in (REPO / "conf" / "agent").glob("*.yaml"))
     assert "experiment:" not in out.stdout and "model:" not in out.stdout and "ablation:" not in out.stdout
+
+
+def test_a_record_written_before_the_learn_split_names_the_classes_at_their_new_homes():
+    """Runs recorded when the data modules lived in blocks.learn resume with the same classes from blocks.data."""
+    import hydra
+
+    from blocks.runs.record import current_targets
+
+    old = {
+        "data": {"_target_": "blocks.learn.data.RolloutDataModule", "batch_size": 8},
+        "callbacks": {"bar": {"_target_": "blocks.learn.callbacks.ProgressBar"}},
+        "model": {
+            "_target_": "blocks.learn.bandit.BanditLearner",
+            "note": "blocks.learn.data.RolloutDataModule",
+        },
+        "list": [{"_target_": "blocks.learn.goal.GoalDataModule"}],
+    }
+    new = current_targets(old)
+    assert new["data"] == {"_target_": "blocks.data.rollouts.RolloutDataModule", "batch_size": 8}
+    assert new["callbacks"]["bar"]["_target_"] == "blocks.runs.callbacks.ProgressBar"
+    assert new["model"] == old["model"]  # a learner did not move; a value that is not a target is left alone
+    for target in (new["data"]["_target_"], new["callbacks"]["bar"]["_target_"], new["list"][0]["_target_"]):
+        hydra.utils.get_class(target)  # each names a class that exists

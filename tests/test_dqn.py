@@ -70,7 +70,7 @@ def test_dqn_learns_the_value_of_a_rewarded_action(corpus_root):
     """A few Lightning steps on real rollouts: the memory fills, the loss is finite, the target syncs per epoch."""
     import pytorch_lightning as pl
 
-    from blocks.learn.data import RolloutDataModule
+    from blocks.data.rollouts import RolloutDataModule
 
     data = RolloutDataModule(root=str(corpus_root), batch_size=4, max_train_examples=8, seed=0)
     learner = DQNLearner(data.vocabulary.to_list(), {"architecture": "dqn"}, memory_size=64, replay_batch=8)

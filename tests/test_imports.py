@@ -91,7 +91,10 @@ def test_no_subpackage_imports_itself_back():
     [
         ("blocks.world", {"blocks.model", "blocks.learn", "blocks.agents", "blocks.corpus", "blocks.render"}),
         ("blocks.model", {"blocks.corpus", "blocks.learn", "blocks.agents", "blocks.evaluate"}),
-        ("blocks.agents", {"blocks.learn"}),
+        ("blocks.agents", {"blocks.learn", "blocks.data", "blocks.runs"}),
+        ("blocks.data", {"blocks.learn", "blocks.runs", "blocks.agents", "blocks.evaluate", "blocks.demo"}),
+        ("blocks.learn", {"blocks.runs", "blocks.demo"}),
+        ("blocks.demo", {"blocks.learn", "blocks.data", "blocks.runs"}),
         ("blocks.corpus", {"blocks.model", "blocks.learn", "blocks.agents"}),
         ("blocks.render", {"blocks.model", "blocks.learn", "blocks.agents"}),
         ("blocks.tensor_world", {"blocks.model", "blocks.learn", "blocks.agents", "blocks.corpus"}),

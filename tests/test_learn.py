@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from blocks.data.demonstrations import DemonstrationDataModule
+from blocks.data.rollout import Rollout, collect_rollout, gather_stacks, split_update
+from blocks.data.rollouts import RolloutDataModule, RolloutStream
 from blocks.errors import ConfigError
 from blocks.learn.bandit import BanditLearner
-from blocks.learn.data import DemonstrationDataModule, RolloutDataModule, RolloutStream
-from blocks.learn.rollout import Rollout, collect_rollout, gather_stacks, split_update
 from blocks.model.policy import PolicyNetwork
 from blocks.render.history import FrameHistory
 from blocks.world.planner import demonstration
@@ -151,18 +152,21 @@ def test_collect_rollout_records_what_happened(renderer, two_block_task):
 
 
 def test_stream_shards_by_rank_with_equal_counts(monkeypatch, two_block_task):
-    import blocks.learn.data as data
+    import blocks.data.base as base
+    import blocks.data.rollouts as rollouts
 
     examples = list(range(10))
     stream = RolloutStream.__new__(RolloutStream)
     stream.examples, stream.rollouts_per_batch, stream.seed = examples, 3, 0
     shards = []
     for rank in (0, 1):
-        monkeypatch.setattr(data, "distributed_rank", lambda rank=rank: (rank, 2))
+        for module in (base, rollouts):
+            monkeypatch.setattr(module, "distributed_rank", lambda rank=rank: (rank, 2))
         shards.append(stream.shard(epoch=0))
     assert len(shards[0]) == len(shards[1]) == 6  # ceil(10 / (2 * 3)) = 2 batches of 3 per rank
     assert set(shards[0]) | set(shards[1]) == set(examples)
-    monkeypatch.setattr(data, "distributed_rank", lambda: (0, 1))
+    for module in (base, rollouts):
+        monkeypatch.setattr(module, "distributed_rank", lambda: (0, 1))
     assert not np.array_equal(stream.shard(0), stream.shard(1))  # a new order each epoch
 
 
@@ -218,7 +222,7 @@ def test_supervised_batches_hold_the_demonstration_contexts(corpus_root):
 def test_replay_batches_draw_as_the_release_did_and_resume_exactly():
     from collections import Counter
 
-    from blocks.learn.data import ReplayBatches
+    from blocks.data.base import ReplayBatches
 
     lengths = [7, 3, 12, 5, 9, 4, 11, 6]
     steps = np.split(np.arange(sum(lengths)), np.cumsum(lengths)[:-1])
@@ -502,8 +506,8 @@ def test_every_update_learns_from_episodes_its_own_weights_sampled(corpus_root, 
     recipe (rollouts of 4 episodes, one update per episode), which the bandit now refuses."""
     import pytorch_lightning as pl
 
+    from blocks.data import rollouts as data
     from blocks.errors import ConfigError
-    from blocks.learn import data
 
     collect = data.RolloutStream.collect
 
@@ -554,7 +558,8 @@ def test_a_run_stopped_after_an_epoch_and_resumed_ends_with_the_same_weights(kin
     """Each epoch's order is a function of (seed, epoch): a resumed run does not replay epoch 0's order."""
     import pytorch_lightning as pl
 
-    from blocks.learn.goal import GoalDataModule, GoalLearner
+    from blocks.data.goals import GoalDataModule
+    from blocks.learn.goal import GoalLearner
     from blocks.learn.supervised import SupervisedLearner
 
     def fit(max_epochs: int, ckpt_path: str | None = None) -> dict[str, torch.Tensor]:
@@ -590,7 +595,7 @@ def test_a_run_stopped_mid_epoch_validates_every_check_through_later_resumes(int
 
     import pytorch_lightning as pl
 
-    from blocks.learn.callbacks import GracefulStop
+    from blocks.runs.callbacks import GracefulStop
 
     validated: list[tuple[int, int]] = []
 
@@ -641,8 +646,8 @@ def test_an_interrupt_saves_last_ckpt_and_the_resumed_run_ends_as_one_never_stop
 
     import pytorch_lightning as pl
 
-    from blocks.learn.callbacks import GracefulStop
     from blocks.learn.supervised import SupervisedLearner
+    from blocks.runs.callbacks import GracefulStop
 
     class SendSignal(pl.Callback):
         def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
@@ -692,7 +697,7 @@ def test_the_progress_bar_of_a_run_resumed_mid_epoch_shows_its_epoch_and_total(c
 
     import pytorch_lightning as pl
 
-    from blocks.learn.callbacks import GracefulStop, ProgressBar
+    from blocks.runs.callbacks import GracefulStop, ProgressBar
 
     seen: list[tuple[object, str, int]] = []
 

@@ -91,7 +91,7 @@ def test_untrained_networks_give_a_valid_plan_from_pictures(renderer, two_block_
 
 
 def test_cell_targets_mark_each_block_face_and_random_boards_never_overlap(renderer):
-    from blocks.learn.perception import cell_targets, random_boards
+    from blocks.data.boards import cell_targets, random_boards
     from blocks.world.geometry import COLLISION_REACH
 
     positions, present, logo = random_boards(np.random.default_rng(0), 16)
@@ -111,7 +111,8 @@ def test_cell_targets_mark_each_block_face_and_random_boards_never_overlap(rende
 
 
 def test_the_reader_learns_a_fixed_batch_and_decodes_positions(renderer):
-    from blocks.learn.perception import PerceptionLearner, board_batch, random_boards
+    from blocks.data.boards import board_batch, random_boards
+    from blocks.learn.perception import PerceptionLearner
 
     torch.manual_seed(0)
     learner = PerceptionLearner(channels=32)
@@ -132,7 +133,8 @@ def test_the_reader_learns_a_fixed_batch_and_decodes_positions(renderer):
 def test_the_goal_predictor_fits_a_few_instructions(corpus_root):
     from blocks.corpus.loader import load_split
     from blocks.corpus.text import Vocabulary
-    from blocks.learn.goal import goal_batch, goal_errors
+    from blocks.data.goals import goal_batch
+    from blocks.learn.goal import goal_errors
     from blocks.model.goal_predictor import goal_losses
 
     examples = load_split("dev", corpus_root)[:32]
@@ -178,7 +180,8 @@ def test_two_copies_of_a_goal_predictor_act_as_one(renderer, two_block_task):
 
 
 def test_location_accuracy_counts_blocks_within_half_a_block_length(renderer):
-    from blocks.learn.perception import location_accuracy, random_boards
+    from blocks.data.boards import random_boards
+    from blocks.learn.perception import location_accuracy
 
     positions, present, logo = random_boards(np.random.default_rng(2), 12)
     logo[:6], logo[6:] = True, False
@@ -245,7 +248,7 @@ def test_stage_errors_splits_the_agents_error_by_how_each_episode_went(corpus_ro
 def test_cell_centres_find_face_centres_without_the_half_pixel_bias(renderer):
     """Cells labelled exactly as the reader is taught (``cell_targets``) decode to the faces' centres: over many
     blocks the mean error is near zero on both axes (without the half-pixel correction it is -0.5 pixel)."""
-    from blocks.learn.perception import cell_targets, random_boards
+    from blocks.data.boards import cell_targets, random_boards
     from blocks.model.perception import NUM_CLASSES, cell_centres
 
     positions, present, _ = random_boards(np.random.default_rng(3), 64)
@@ -261,7 +264,7 @@ def test_cell_centres_find_face_centres_without_the_half_pixel_bias(renderer):
 def test_the_shipped_reader_places_blocks_finer_than_its_cells_when_it_reads_shifted_copies(renderer):
     """One reading is only as fine as the 4-pixel cells (about a quarter block length off); reading the picture
     shifted by 0-3 pixels and taking the median places the blocks of generated boards several times closer."""
-    from blocks.learn.perception import board_batch, random_boards
+    from blocks.data.boards import board_batch, random_boards
     from blocks.model.checkpoint import load_reader
 
     reader = load_reader("checkpoints/board_reader.ckpt")

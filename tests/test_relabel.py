@@ -2,9 +2,9 @@ import pytest
 import torch
 
 from blocks.corpus.text import Vocabulary, tokenize
+from blocks.data.relabel import LabelWords, relabel
 from blocks.errors import ConfigError
 from blocks.learn.goal import GoalLearner
-from blocks.learn.relabel import LabelWords, relabel
 from blocks.model.policy import pad_token_ids
 
 WORDS = Vocabulary(

@@ -7,10 +7,11 @@ import pytest
 import pytorch_lightning as pl
 import torch
 
+from blocks.data.episodes import EpisodeDataModule
+from blocks.data.rollout import collect_rollout
 from blocks.errors import ConfigError
-from blocks.learn.data import EpisodeDataModule
-from blocks.learn.rollout import collect_rollout
-from blocks.learn.spo import SPOLearner, clipped_policy_loss
+from blocks.learn.losses import clipped_policy_loss
+from blocks.learn.spo import SPOLearner
 from blocks.model.checkpoint import build_network
 from blocks.model.policy import pad_token_ids
 from blocks.model.spo import SPONetwork
@@ -146,7 +147,7 @@ def test_the_schedule_and_the_sampling_resume_exactly():
 
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_the_example_stream_resumes_inside_an_epoch(batch_size):
-    from blocks.learn.data import ExampleStream
+    from blocks.data.episodes import ExampleStream
 
     stream = ExampleStream(10, seed=3, batch_size=batch_size)
     first = list(stream)

@@ -138,7 +138,7 @@ def test_step_rejects_what_is_not_a_long_tensor(two_block_task):
 
 def test_device_rollout_is_the_numpy_rollout(renderer):
     """The same policy and seed give the same episodes on both simulators: frames, actions, rewards."""
-    from blocks.learn.rollout import collect_device_rollout, collect_rollout
+    from blocks.data.rollout import collect_device_rollout, collect_rollout
     from blocks.model.policy import PolicyNetwork, pad_token_ids
 
     torch.manual_seed(0)
@@ -166,9 +166,9 @@ def test_bandit_trains_on_the_torch_simulator(corpus_root):
     """``data.simulator=torch`` through Lightning: rollouts on the policy's device, updates change the weights."""
     import pytorch_lightning as pl
 
+    from blocks.data.rollouts import RolloutDataModule
     from blocks.errors import ConfigError
     from blocks.learn.bandit import BanditLearner
-    from blocks.learn.data import RolloutDataModule
     from blocks.learn.oracle import OracleLearner
 
     data = RolloutDataModule(
@@ -189,7 +189,7 @@ def test_bandit_trains_on_the_torch_simulator(corpus_root):
 
 def test_torch_world_updates_in_one_backward_pass_by_default(corpus_root):
     """On the GPU an update split into pieces only adds kernel launches (about 15x slower on one H200)."""
-    from blocks.learn.data import RolloutDataModule
+    from blocks.data.rollouts import RolloutDataModule
 
     def chunks(**kwargs) -> int:
         return RolloutDataModule(root=str(corpus_root), episodes_per_update=16, **kwargs).chunks_per_update

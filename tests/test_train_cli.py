@@ -14,7 +14,7 @@ import torch
 
 from blocks.agents.policy import PolicyAgent
 from blocks.learn import load_learner
-from blocks.learn.export import best_checkpoint, validations
+from blocks.runs.export import best_checkpoint, validations
 
 from .conftest import REPO
 
@@ -119,7 +119,7 @@ def test_resume_from_a_mid_epoch_checkpoint_finishes_that_epoch(corpus_root, tmp
     scored = validations(first)
     assert [p.name for p, _ in scored] == [s001, s002]
     assert [round(s, 4) for _, s in scored] == [round(e, 4) for e in val_errors(first)]
-    command = ["-m", "blocks.learn.export", "--best", str(first), str(tmp_path / "best.ckpt")]
+    command = ["-m", "blocks.runs.export", "--best", str(first), str(tmp_path / "best.ckpt")]
     out = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True, check=True)
     assert f"best: {best_checkpoint(first)[0].name}" in out.stdout
     assert load_learner(str(tmp_path / "best.ckpt")).kind == "bandit"

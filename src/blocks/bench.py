@@ -257,8 +257,9 @@ def bench_train(
     import pytorch_lightning as pl
     import torch
 
+    from blocks.data.demonstrations import DemonstrationDataModule
+    from blocks.data.rollouts import RolloutDataModule
     from blocks.learn.bandit import BanditLearner
-    from blocks.learn.data import DemonstrationDataModule, RolloutDataModule
     from blocks.learn.supervised import SupervisedLearner
 
     class Clock(pl.Callback):
@@ -353,7 +354,7 @@ def bench_train(
         figures["bandit_peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
         print(f"peak GPU memory during the bandit: {figures['bandit_peak_gpu_memory_gib']:.2f} GiB")
     if spo:
-        from blocks.learn.data import EpisodeDataModule
+        from blocks.data.episodes import EpisodeDataModule
         from blocks.learn.spo import SPOLearner
 
         spo_data = EpisodeDataModule(batch_size=batch, simulator=simulator, seed=0)

@@ -2,7 +2,7 @@
 
 The bootstrap resamples whole corpus episodes (board sequences), not single instructions: instructions on one
 board are not independent, and dev has only 10 board sequences. Read by ``scripts/compare_episodes.py`` and by
-the sweep summaries (``blocks.learn.sweep``).
+the sweep summaries (``blocks.runs.sweep``).
 """
 
 from __future__ import annotations

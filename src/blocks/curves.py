@@ -5,7 +5,7 @@ instructions (``train/rollout_error``, on-policy learners): the gap between the 
 fails to carry to held-out instructions (the tuning line is greedy, the training line samples).
 
 A run folder's ``csv/version_*/metrics.csv`` (a resumed run writes one version per session). Read by
-``scripts/plot_curves.py`` and the sweep summaries (``blocks.learn.sweep``).
+``scripts/plot_curves.py`` and the sweep summaries (``blocks.runs.sweep``).
 """
 
 from __future__ import annotations

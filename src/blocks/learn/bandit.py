@@ -4,6 +4,7 @@ Each update uses a fresh rollout of the current policy and maximises the immedia
 sampled action:
 
     loss = -mean_t[ r_t * (log p_block(b_t) + log p_dir(d_t)) ] - entropy_coef * mean_t[ H(p_block) + H(p_dir) ]
+    (blocks.learn.losses.policy_gradient_loss)
 
 With ``return_to_go=True``, r_t becomes the sum of rewards to the end of the episode (no baseline): REINFORCE.
 The update loop (chunks, one Adam step per update, clipping) is :class:`~blocks.learn.on_policy.RolloutLearner`'s.
@@ -15,9 +16,10 @@ from typing import Any
 
 import torch
 
+from blocks.data.rollout import Rollout
 from blocks.errors import ConfigError
+from blocks.learn.losses import policy_gradient_loss
 from blocks.learn.on_policy import RolloutLearner
-from blocks.learn.rollout import Rollout
 from blocks.model.distribution import FactoredActionDistribution
 
 
@@ -51,5 +53,5 @@ class BanditLearner(RolloutLearner):
         log_prob = distribution.log_prob_parts(rollout.block[steps, boards], rollout.direction[steps, boards])
         signal = (rollout.returns_to_go() if self.hparams.return_to_go else rollout.reward)[steps, boards]
         entropy = distribution.entropy()
-        loss = -(signal * log_prob).mean() - self.hparams.entropy_coef * entropy.mean()
+        loss = policy_gradient_loss(log_prob, signal, entropy, self.hparams.entropy_coef)
         return loss, {"train/entropy": entropy.mean()}

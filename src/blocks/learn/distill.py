@@ -20,9 +20,9 @@ import torch
 from torch.distributions import kl_divergence
 
 from blocks.corpus.text import Vocabulary
+from blocks.data.rollout import Rollout, gather_stacks
 from blocks.errors import ConfigError
 from blocks.learn.oracle import OracleLearner
-from blocks.learn.rollout import Rollout, gather_stacks
 from blocks.model.checkpoint import read_checkpoint
 from blocks.model.distribution import FactoredActionDistribution
 from blocks.model.policy import PolicyNetwork

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from blocks.data.rollout import RolloutChunk, RolloutPiece, gather_stacks
 from blocks.errors import ConfigError
 from blocks.learn.on_policy import RolloutLearner
-from blocks.learn.rollout import RolloutChunk, RolloutPiece, gather_stacks
 from blocks.model.distribution import to_action
 from blocks.model.dqn import QNetwork
 from blocks.model.policy import pad_token_ids

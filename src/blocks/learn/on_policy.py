@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
+from blocks.data.rollout import Rollout, RolloutChunk, RolloutPiece, gather_stacks
 from blocks.errors import ConfigError
 from blocks.learn.base import PolicyLearner
-from blocks.learn.rollout import Rollout, RolloutChunk, RolloutPiece, gather_stacks
 from blocks.model.checkpoint import read_checkpoint
 from blocks.model.distribution import FactoredActionDistribution
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
+from blocks.data.rollout import Rollout
 from blocks.errors import ConfigError
 from blocks.learn.on_policy import RolloutLearner
-from blocks.learn.rollout import Rollout
 from blocks.model.distribution import FactoredActionDistribution
 
 

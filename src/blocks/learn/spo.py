@@ -36,20 +36,13 @@ import torch.nn.functional as F
 from lightning_fabric.utilities.apply_func import move_data_to_device
 from torch.nn.parallel import DistributedDataParallel
 
+from blocks.data.rollout import Rollout, collect_device_rollout, collect_rollout, gather_stacks
 from blocks.errors import ConfigError
+from blocks.learn.losses import clipped_policy_loss, demonstration_loss
 from blocks.learn.on_policy import RolloutLearner
-from blocks.learn.rollout import Rollout, collect_device_rollout, collect_rollout, gather_stacks
 from blocks.model.policy import pad_token_ids
 from blocks.tensor_world import TensorBlocksEnv
 from blocks.world.planner import moved_block
-
-
-def clipped_policy_loss(
-    log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor, clip: float
-) -> torch.Tensor:
-    """PPO's clipped surrogate, negated to be minimised."""
-    ratio = (log_prob - old_log_prob).exp()
-    return -torch.min(ratio * advantage, ratio.clamp(1.0 - clip, 1.0 + clip) * advantage).mean()
 
 
 class SPOLearner(RolloutLearner):
@@ -192,9 +185,13 @@ class SPOLearner(RolloutLearner):
             distribution = self.policy.action_distribution(
                 self.policy.joint_features(batch["images"], text, batch["previous_action"])
             )
-            loss = F.nll_loss(distribution.block_log_probs, batch["block"]) + F.nll_loss(
-                distribution.direction_log_probs, batch["direction"]
+            block_loss, direction_loss = demonstration_loss(
+                distribution.block_log_probs,
+                distribution.direction_log_probs,
+                batch["block"],
+                batch["direction"],
             )
+            loss = block_loss + direction_loss
             self.manual_backward(loss * share)
             self.frames_seen += len(batch["block"])
             self.log_dict({"train/imitation_loss": loss.detach(), "train/imitation": 1.0}, batch_size=1)

@@ -8,9 +8,9 @@ directions, picked by the search's tie-break; the offset says exactly where the 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from blocks.learn.base import PolicyLearner
+from blocks.learn.losses import demonstration_loss
 
 
 class SupervisedLearner(PolicyLearner):
@@ -22,8 +22,9 @@ class SupervisedLearner(PolicyLearner):
         text = self.policy.encode_instruction(batch["tokens"], batch["lengths"])
         features = self.policy.joint_features(batch["images"], text, batch["previous_action"])
         distribution = self.policy.action_distribution(features)
-        block_loss = F.nll_loss(distribution.block_log_probs, batch["block"])
-        direction_loss = F.nll_loss(distribution.direction_log_probs, batch["direction"])
+        block_loss, direction_loss = demonstration_loss(
+            distribution.block_log_probs, distribution.direction_log_probs, batch["block"], batch["direction"]
+        )
         loss = block_loss + direction_loss
         goal_loss = self.goal_loss(batch["goal"], features, batch["images"], text)
         if goal_loss is not None:  # network.goal_head

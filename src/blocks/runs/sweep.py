@@ -9,8 +9,8 @@ with several seeds also gets the best of them, picked on the tuning split: the p
 dev errors beside the paper's in ``paper.png``. An
 interrupted sweep can be summarised by hand, runs kept elsewhere (a reference) added with ``--also``:
 
-    python -m blocks.learn.sweep logs/ablations --key ablation --reference none
-    python -m blocks.learn.sweep logs/figure4 --key data.demonstration_fraction --reference 1.0 --also <run>
+    python -m blocks.runs.sweep logs/ablations --key ablation --reference none
+    python -m blocks.runs.sweep logs/figure4 --key data.demonstration_fraction --reference 1.0 --also <run>
 """
 
 from __future__ import annotations
@@ -239,7 +239,7 @@ class SweepSummary(Callback):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m blocks.learn.sweep", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m blocks.runs.sweep", description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="the sweep folder (hydra.sweep.dir)")
     parser.add_argument("--key", required=True, help="the swept override, e.g. ablation")
     parser.add_argument("--reference", required=True, help="the value the others are compared with")

@@ -27,6 +27,33 @@ RUNTIME_KEYS = ("ckpt_path", "threads", "paths", "resume", "hydra")
 # on for more epochs or steps, evaluating the result on another split or number of examples.
 EXTENSION_KEYS = ("trainer.max_epochs", "trainer.max_steps", "final_eval")
 RECORD_KEY = "run_record"
+# Classes a record may name at the module they had before learn/ was split into data/, learn/ and runs/ (2026-12):
+# a run recorded before the split resumes with the same classes at their new homes.
+MOVED_TARGETS = {
+    "blocks.learn.data.DemonstrationDataModule": "blocks.data.demonstrations.DemonstrationDataModule",
+    "blocks.learn.data.RolloutDataModule": "blocks.data.rollouts.RolloutDataModule",
+    "blocks.learn.data.EpisodeDataModule": "blocks.data.episodes.EpisodeDataModule",
+    "blocks.learn.perception.BoardsDataModule": "blocks.data.boards.BoardsDataModule",
+    "blocks.learn.goal.GoalDataModule": "blocks.data.goals.GoalDataModule",
+    "blocks.learn.callbacks.": "blocks.runs.callbacks.",
+    "blocks.learn.sweep.": "blocks.runs.sweep.",
+}
+
+
+def current_targets(node: Any) -> Any:
+    """``node`` (a recorded configuration) with every ``_target_`` of a moved class at its present module."""
+    if isinstance(node, dict):
+        return {k: _moved(v) if k == "_target_" else current_targets(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [current_targets(v) for v in node]
+    return node
+
+
+def _moved(target: Any) -> Any:
+    for old, new in MOVED_TARGETS.items():
+        if isinstance(target, str) and (target == old or (old.endswith(".") and target.startswith(old))):
+            return new + target[len(old) :] if old.endswith(".") else new
+    return target
 
 
 def _choices() -> dict[str, str]:
@@ -88,7 +115,7 @@ def resumed_config(cfg: DictConfig, checkpoint: str) -> DictConfig:
         log.warning("%s holds no recorded configuration (written before records): resuming with this command's",
                     checkpoint)  # fmt: skip
         return cfg
-    recorded = OmegaConf.create(saved["config"])
+    recorded = OmegaConf.create(current_targets(saved["config"]))
     for key in RUNTIME_KEYS:
         if key in cfg:
             recorded[key] = cfg[key]

@@ -14,9 +14,9 @@ from omegaconf import DictConfig, OmegaConf
 from blocks import set_torch_threads
 from blocks.cli import TRAIN_INTEGERS, accepted_keys, check_integers, check_keys
 from blocks.errors import CheckpointError, ConfigError, positive_number
-from blocks.learn.record import RunRecord, make_record, restore_hydra_record, resumed_config
 from blocks.model.checkpoint import load_file, network_options
 from blocks.render.factory import check_render, render_of
+from blocks.runs.record import RunRecord, make_record, restore_hydra_record, resumed_config
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +106,9 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
     """The supervised initialisation of a rollout learner, as (model, data, trainer, checkpoint callback):
     ``pretrain.epochs`` of SUPERVISED on the demonstrated training examples (``data.demonstration_fraction``),
     clipped at ``pretrain.gradient_clip``, saved under ``pretrain/`` of the run."""
-    from blocks.learn.callbacks import GracefulStop, ProgressBar
-    from blocks.learn.data import DemonstrationDataModule
+    from blocks.data.demonstrations import DemonstrationDataModule
     from blocks.learn.supervised import SupervisedLearner
+    from blocks.runs.callbacks import GracefulStop, ProgressBar
 
     out = Path(cfg.paths.output_dir) / "pretrain"
     shared = ("root", "image_size", "frames", "max_train_examples", "max_val_examples", "val_batch_size", "seed",
