@@ -253,3 +253,69 @@ def test_it_rolls_out_in_the_torch_world(corpus_root):
     assert trainer.global_step == 2 and learner.frames_seen >= 6
     with pytest.raises(ConfigError, match="data.simulator"):
         EpisodeDataModule(root=str(corpus_root), simulator="jax")
+
+
+class _GlooStrategy:
+    """The one method of Lightning's strategy the rank reductions use, over a real gloo process group."""
+
+    model = None
+
+    @staticmethod
+    def reduce(tensor: torch.Tensor, reduce_op: str) -> torch.Tensor:
+        import torch.distributed as dist
+
+        op = {"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}[reduce_op]
+        dist.all_reduce(tensor, op=op)
+        return tensor
+
+
+def _ranks_worker(rank: int, port: int, out: str) -> None:
+    import torch.distributed as dist
+
+    from blocks.learn.ranks import check_same_weights, sum_gradients, sum_over_ranks
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    torch.manual_seed(0)  # the same weights on both ranks
+    layer, spare = torch.nn.Linear(3, 2), torch.nn.Linear(2, 1)
+    (layer(torch.full((1, 3), float(rank + 1))).sum()).backward()  # rank-dependent gradients; spare has none
+    if rank == 1:
+        spare(torch.ones(1, 2)).sum().backward()  # only rank 1 gives the spare layer a gradient
+    parameters = [*layer.parameters(), *spare.parameters()]
+    sum_gradients(parameters, _GlooStrategy, world_size=2)
+    counts = sum_over_ranks([rank, 10], _GlooStrategy, torch.device("cpu"))
+    check_same_weights(parameters, _GlooStrategy, world_size=2)
+    diverged = ""
+    with torch.no_grad():
+        layer.weight += rank
+    try:
+        check_same_weights(parameters, _GlooStrategy, world_size=2)
+    except RuntimeError as error:
+        diverged = str(error)
+    torch.save(
+        {"grads": [p.grad for p in parameters], "counts": counts, "diverged": diverged}, f"{out}/{rank}.pt"
+    )
+    dist.destroy_process_group()
+
+
+def test_two_ranks_step_on_the_sum_of_their_gradients(tmp_path):
+    """SPO's reductions over a real two-process group: every rank ends with the sum of both ranks' gradients (a
+    layer without a gradient on one rank counted as zeros), the counts summed, and drifted weights caught."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_ranks_worker, args=(port, str(tmp_path)), nprocs=2)
+    results = [torch.load(tmp_path / f"{rank}.pt") for rank in (0, 1)]
+    # d(sum W x + b)/dW = x per output row: x is 1s on rank 0 and 2s on rank 1, so the sum is 3s
+    assert torch.equal(results[0]["grads"][0], torch.full((2, 3), 3.0))
+    assert torch.equal(results[0]["grads"][1], torch.full((2,), 2.0))
+    assert torch.equal(results[0]["grads"][2], torch.ones(1, 2)) and torch.equal(
+        results[0]["grads"][3], torch.ones(1)
+    )
+    for a, b in zip(results[0]["grads"], results[1]["grads"], strict=True):
+        assert torch.equal(a, b)
+    assert results[0]["counts"] == results[1]["counts"] == [1, 20]
+    assert all("diverged" in r["diverged"] for r in results)

@@ -39,7 +39,7 @@ def val_errors(run: Path, key: str = "val/mean_error") -> list[float]:
 
 @pytest.mark.parametrize(
     "model, extra", [("supervised", []), ("bandit", []), ("bandit", ["data.simulator=torch"]), ("reinforce", []),
-                     ("oracle", [])]
+                     ("oracle", []), ("spo", ["pretrain.epochs=0"])]
 )  # fmt: skip
 def test_smoke_experiment_on_two_processes(model, extra, corpus_root, tmp_path):
     run = tmp_path / "run"
@@ -63,7 +63,10 @@ def test_smoke_experiment_on_two_processes(model, extra, corpus_root, tmp_path):
         assert out.returncode == 0, out.stderr[-3000:]
         assert '"agent": "goal", "n": 4' in out.stdout
     assert (run / "train_ddp_process_1.log").exists()  # the second rank ran inside the same run folder
-    if model != "supervised":
+    if model == "spo":  # no supervised start (its schedule imitates); the ranks kept the same weights
+        hparams = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]
+        assert hparams["kind"] == "spo" and not (run / "pretrain").exists()
+    elif model != "supervised":
         assert (run / "pretrain" / "checkpoints" / "pretrain.ckpt").is_file()
         hparams = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["hyper_parameters"]
         assert hparams["kind"] == ("oracle" if model == "oracle" else "bandit")

@@ -7,7 +7,7 @@ sampled action:
     (blocks.learn.losses.policy_gradient_loss)
 
 With ``return_to_go=True``, r_t becomes the sum of rewards to the end of the episode (no baseline): REINFORCE.
-The update loop (chunks, one Adam step per update, clipping) is :class:`~blocks.learn.on_policy.RolloutLearner`'s.
+The update loop (chunks, one Adam step per update, clipping) is :class:`~blocks.learn.rollout_learner.RolloutLearner`'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch
 from blocks.data.rollout import Rollout
 from blocks.errors import ConfigError
 from blocks.learn.losses import policy_gradient_loss
-from blocks.learn.on_policy import RolloutLearner
+from blocks.learn.rollout_learner import RolloutLearner
 from blocks.model.distribution import FactoredActionDistribution
 
 

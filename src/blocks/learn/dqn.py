@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from blocks.data.rollout import RolloutChunk, RolloutPiece, gather_stacks
 from blocks.errors import ConfigError
-from blocks.learn.on_policy import RolloutLearner
+from blocks.learn.rollout_learner import RolloutLearner
 from blocks.model.distribution import to_action
 from blocks.model.dqn import QNetwork
 from blocks.model.policy import pad_token_ids

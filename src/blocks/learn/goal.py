@@ -85,7 +85,7 @@ class GoalLearner(pl.LightningModule):
         # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to
         # ``translate`` block lengths, and every block jittered by ``position_noise``; with ``relabel``, the labels
         # of a board's blocks exchanged, in the words too. The board's centre stays put: shifted with the blocks
-        # it trained far worse (docs/experiments/read-and-plan.md).
+        # it trained far worse (docs/experiments/goal-stage.md).
         if self.label_words is not None:
             batch = relabel(batch, self.label_words, self.hparams.relabel)
         shift = self.hparams.translate * (2 * torch.rand(len(batch["goal"]), 1, 2, device=self.device) - 1)

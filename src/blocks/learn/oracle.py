@@ -24,7 +24,7 @@ import torch
 
 from blocks.data.rollout import Rollout
 from blocks.errors import ConfigError
-from blocks.learn.on_policy import RolloutLearner
+from blocks.learn.rollout_learner import RolloutLearner
 from blocks.model.distribution import FactoredActionDistribution
 
 

@@ -26,7 +26,6 @@ network's ``text_block_head``.
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 from typing import Any
 
@@ -34,12 +33,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from lightning_fabric.utilities.apply_func import move_data_to_device
-from torch.nn.parallel import DistributedDataParallel
 
 from blocks.data.rollout import Rollout, collect_device_rollout, collect_rollout, gather_stacks
 from blocks.errors import ConfigError
 from blocks.learn.losses import clipped_policy_loss, demonstration_loss
-from blocks.learn.on_policy import RolloutLearner
+from blocks.learn.ranks import check_same_weights, local_gradients, sum_gradients, sum_over_ranks
+from blocks.learn.rollout_learner import RolloutLearner
 from blocks.model.policy import pad_token_ids
 from blocks.tensor_world import TensorBlocksEnv
 from blocks.world.planner import moved_block
@@ -117,8 +116,8 @@ class SPOLearner(RolloutLearner):
             0 if demonstration is None else len(demonstration["block"]),
             0 if rollout is None else rollout.num_frames,
         ]
-        total = self.sum_over_ranks(local)
-        with self.local_gradients():
+        total = sum_over_ranks(local, self.trainer.strategy, self.device)
+        with local_gradients(self.trainer.strategy):
             if total[0]:
                 self.imitation_step(demonstration, local[0] / total[0])
             if total[1]:
@@ -138,16 +137,6 @@ class SPOLearner(RolloutLearner):
         )  # fmt: skip
         self.log("error", float(np.mean(self.recent)), prog_bar=True, logger=False, batch_size=1)
 
-    def sum_over_ranks(self, counts: list[int]) -> list[int]:
-        summed = torch.tensor(counts, dtype=torch.float64, device=self.device)
-        return [int(x) for x in self.trainer.strategy.reduce(summed, reduce_op="sum").tolist()]
-
-    def local_gradients(self) -> contextlib.AbstractContextManager:
-        """DDP's own gradient sync expects one backward pass per step; SPO takes several (and ranks differ in
-        them), so gradients stay local and :meth:`step_optimizer` averages them itself."""
-        model = self.trainer.strategy.model
-        return model.no_sync() if isinstance(model, DistributedDataParallel) else contextlib.nullcontext()
-
     def roll_out(self, env, tasks, tokens: torch.Tensor, lengths: torch.Tensor) -> Rollout:
         """One episode per task with the sampling policy, in the numpy world or the torch world on the device;
         either draws from ``generator`` (checkpointed), so that a resumed run samples the same actions."""
@@ -163,14 +152,7 @@ class SPOLearner(RolloutLearner):
         """Adam on the gradients accumulated so far, summed over ranks (each rank scaled its losses by its share of
         the frames), clipped; then clear them."""
         optimizer = self.optimizers()
-        if self.trainer.world_size > 1:
-            parameters = [p for p in self.parameters() if p.requires_grad]
-            flat = torch.cat(
-                [torch.zeros_like(p).flatten() if p.grad is None else p.grad.flatten() for p in parameters]
-            )
-            flat = self.trainer.strategy.reduce(flat, reduce_op="sum")
-            for p, g in zip(parameters, flat.split([p.numel() for p in parameters]), strict=True):
-                p.grad = g.view_as(p)
+        sum_gradients(self.parameters(), self.trainer.strategy, self.trainer.world_size)
         if self.hparams.gradient_clip:
             self.clip_gradients(optimizer, self.hparams.gradient_clip, "norm")
         optimizer.step()
@@ -252,12 +234,7 @@ class SPOLearner(RolloutLearner):
 
     def on_train_epoch_end(self) -> None:
         """Under DDP, check that the ranks still hold the same weights (they step on the same summed gradients)."""
-        if self.trainer.world_size > 1:
-            total = torch.stack([p.detach().double().sum() for p in self.parameters()]).sum().view(1)
-            low = self.trainer.strategy.reduce(total.clone(), reduce_op="min")
-            high = self.trainer.strategy.reduce(total.clone(), reduce_op="max")
-            if not torch.isclose(low, high, rtol=1e-9, atol=1e-9):
-                raise RuntimeError(f"the ranks' weights diverged (sums {low.item()} and {high.item()})")
+        check_same_weights(self.parameters(), self.trainer.strategy, self.trainer.world_size)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_save_checkpoint(checkpoint)

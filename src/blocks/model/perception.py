@@ -72,7 +72,7 @@ class BoardReader(nn.Module):
         The picture is also read moved 1 .. ``shifts`` - 1 pixels down and right (edge pixels repeated), the shift
         taken back from each reading, and a label's position is the median of its readings: on the tuning
         split's boards the median error falls from 0.21 to 0.03 block lengths
-        (docs/experiments/read-and-plan.md). Presence and decoration come from the unshifted picture."""
+        (docs/experiments/execution.md). Presence and decoration come from the unshifted picture."""
         size, pixels = frames.shape[-1], frames.float()
         copies = [pixels] + [
             F.pad(pixels, (s, 0, s, 0), mode="replicate")[..., :size, :size] for s in range(1, shifts)

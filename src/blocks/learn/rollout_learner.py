@@ -1,10 +1,11 @@
-"""What the learners that train on their own rollouts share: a starting policy, the update loop, the frame count.
+"""The base of every learner that trains on episodes it rolls out in the world: bandit, SPO, DQN, oracle imitation.
 
-Each update uses a fresh rollout of the current policy, sampled inside the training step by the very weights the
-update changes (see ``RolloutStream`` and ``PendingRollout``). Its frames arrive in chunks;
-their gradients accumulate and Adam steps after the last chunk, with the gradient norm clipped at
+It holds what they share: a starting policy, the update loop, the frame count. Each update's frames arrive in
+chunks; their gradients accumulate and Adam steps after the last chunk, with the gradient norm clipped at
 ``gradient_clip``. Subclasses say what to minimise on a chunk (:meth:`RolloutLearner.objective`); a network with
-a goal head adds the auxiliary goal loss on the learner's own states.
+a goal head adds the auxiliary goal loss on the learner's own states. ``on_policy`` says whether an update must
+learn from episodes sampled by the very weights it changes (policy gradients; see ``RolloutStream`` and
+``PendingRollout``) or may learn from any rollout's states (a replay memory, the planner's labels).
 """
 
 from __future__ import annotations
