@@ -110,6 +110,18 @@ def test_the_patch_store_stays_bounded_and_the_pictures_the_same(release):
     assert np.array_equal(bounded.render(first, present, [False, True, False, True]), expected)
 
 
+def test_a_full_store_keeps_the_patches_of_the_batch_it_draws(release):
+    """The older half dropped to make room may hold blocks of the very batch being drawn: they are drawn again."""
+    rng = np.random.default_rng(2)
+    bounded = ReleaseRenderer(logos=False, max_patches=100)
+    present = np.ones((4, MAX_BLOCKS), bool)
+    old = rng.uniform(-1.2, 1.2, (4, MAX_BLOCKS, 2))
+    bounded.render(old, present, [False] * 4)  # 80 patches, the oldest in the store
+    mixed = np.concatenate([old[:1], rng.uniform(-1.2, 1.2, (3, MAX_BLOCKS, 2))])  # 20 kept, 60 new: full
+    expected = release.render(mixed, present, [False] * 4)
+    assert np.array_equal(bounded.render(mixed, present, [False] * 4), expected)
+
+
 def test_digit_labels_are_dark_text_over_green_and_differ(release):
     """Block i carries the number i + 1: the same place drawn as block 0 ("1") and as block 1 ("2")."""
     pictures = []
@@ -175,3 +187,23 @@ def test_a_run_refuses_weights_learnt_from_the_other_picture(tmp_path):
     new = tmp_path / "release.ckpt"
     torch.save({"hyper_parameters": {"vocabulary": ["a"], "render": "release"}, "state_dict": {}}, new)
     check_picture("model.init_checkpoint", str(new), "release")
+
+
+def test_the_heap_is_trimmed_every_few_drawings(monkeypatch):
+    """New patches leave the heap fragmented (a bandit grew to 12 GB): every TRIM_EVERY drawings its free pages go
+    back to the system; boards already drawn cost no trim."""
+    import blocks.render.release as release_module
+
+    calls, original = [], release_module._release_free_heap
+    monkeypatch.setattr(release_module, "_release_free_heap", lambda: calls.append(1))
+    renderer = ReleaseRenderer(logos=False)
+    rng = np.random.default_rng(3)
+    present = np.ones((1, MAX_BLOCKS), bool)
+    boards = [rng.uniform(-1.2, 1.2, (1, MAX_BLOCKS, 2)) for _ in range(2 * release_module.TRIM_EVERY)]
+    for board in boards:
+        renderer.render(board, present, [False])
+    assert len(calls) == 2
+    for board in boards:  # every patch kept: nothing drawn, nothing trimmed
+        renderer.render(board, present, [False])
+    assert len(calls) == 2
+    original()  # the real call: glibc's malloc_trim, or nothing where the C library has none
