@@ -111,7 +111,7 @@ def test_the_supervised_start_gets_its_clipping_and_the_demonstration_fraction(c
     (the bandit's own trainer config has no clipping: the learner clips itself)."""
     cfg = composed(
         "model=bandit", "experiment=smoke", "pretrain.gradient_clip=2.5", "data.demonstration_fraction=0.5",
-        f"data.root={corpus_root}",
+        f"data.root={corpus_root}", "data.render=release", "data.demonstration_route=release", "data.seed=5",
     )  # fmt: skip
     with open_dict(cfg):
         cfg.paths.output_dir = str(tmp_path)
@@ -121,6 +121,9 @@ def test_the_supervised_start_gets_its_clipping_and_the_demonstration_fraction(c
         data.demonstration_fraction == 0.5 and len(data.steps.examples) == 8
     )  # half of the 16 smoke examples
     assert model.hparams.lr == cfg.pretrain.lr and OmegaConf.select(cfg, "trainer.gradient_clip_val") is None
+    # every setting the two data modules share arrives (the picture, the route, the seed...), none of the bandit's
+    assert (data.render, data.demonstration_route, data.seed) == ("release", "release", 5)
+    assert data.batch_size == cfg.pretrain.batch_size and not hasattr(data, "episodes_per_update")
 
 
 LATER_STAGES = ["oracle_goal", "bandit_member", "distill"]

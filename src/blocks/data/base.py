@@ -7,6 +7,7 @@ batch measured slower on 2 cores (docs/results-archive.md#speed).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import Sequence
@@ -178,6 +179,20 @@ class StreamState:
             self.stream.consumed = int(state["consumed"])
         else:  # checkpoints before 2026-11-26 counted whole rollouts
             self.stream.consumed = int(state["position"]) * self.stream.batches_per_rollout
+
+
+def init_keys(cls: type) -> set[str]:
+    """The keyword arguments ``cls(...)`` accepts, its base classes' included (they arrive through ``**kwargs``):
+    which keys of one learner's ``data`` config another data module can take."""
+    keys: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            parameters = inspect.signature(init).parameters.values()
+            keys |= {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {
+                "self"
+            }
+    return keys
 
 
 class BlocksDataModule(pl.LightningDataModule):
