@@ -10,7 +10,8 @@ Prints one JSON line:
   (block lengths) from its goal to the true one, reading the true positions, then reading the perceived ones;
 - with ``--by-kind`` (a goal checkpoint): where the teacher-forced mean comes from, with the true positions: each
   range of error's share of the examples and of the mean, and the mean error of instructions by the words they
-  use (alignments, the board's edges, counted steps, "between");
+  use (alignments, the board's edges, counted steps, "between") and by their form: compositional (two motions:
+  "then", or two counted steps) and set relative to two or more blocks other than the moved one;
 - with ``--agent`` (both checkpoints): the read-and-plan agent's own error on the split and what execution adds
   to the teacher-forced goal error with the perceived positions (``execution_loss``), split by how the episode
   went: stopped at once (the predictor unsure of the block), moved another block than the instruction's, had a
@@ -32,12 +33,14 @@ from blocks.corpus.loader import SPLITS, load_split
 from blocks.corpus.text import Vocabulary
 from blocks.data.boards import board_batch, corpus_boards
 from blocks.data.goals import goal_batch
+from blocks.data.relabel import LabelWords
 from blocks.evaluate import run_episodes
 from blocks.learn.goal import goal_errors
 from blocks.learn.perception import location_accuracy
 from blocks.model.checkpoint import load_goal_predictor, load_reader
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import BLOCK_SIDE
+from blocks.world.planner import moved_block
 from blocks.world.transitions import pad_boards
 
 
@@ -99,7 +102,13 @@ def main() -> None:
         if args.by_kind:
             found, error, _ = joined["true_positions"]
             texts = [" ".join(x.tokens) for x in examples]
-            record["by_kind"] = error_by_kind(error.numpy(), found.numpy(), texts)
+            words = LabelWords(vocabulary.to_list())
+            references = [
+                len(words.mentioned(vocabulary.encode(x.tokens, mend_unknown=True), x.decoration == "logo")
+                    - {moved_block(x.task)})
+                for x in examples
+            ]  # fmt: skip
+            record["by_kind"] = error_by_kind(error.numpy(), found.numpy(), texts, np.array(references))
         if args.agent and reader is not None:
             _, error, _ = joined["perceived_positions"]
             agent = ReadAndPlanAgent.from_checkpoints(args.reader, args.goal)
@@ -118,9 +127,12 @@ KINDS = {
 SIZES = ((0.0, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, 5.0), (5.0, float("inf")))
 
 
-def error_by_kind(error: np.ndarray, found: np.ndarray, texts: list[str]) -> dict[str, object]:
-    """Each error range's share of the examples and of the mean (a wrong block apart), and the mean error of the
-    instructions of each kind against the rest. Kinds overlap; the regular expressions are in ``KINDS``."""
+def error_by_kind(
+    error: np.ndarray, found: np.ndarray, texts: list[str], references: np.ndarray | None = None
+) -> dict[str, object]:
+    """Each error range's share of the examples and of the mean (a wrong block apart), and each kind of
+    instruction's share, mean error against the rest's, and part of the mean. Kinds overlap; the word kinds'
+    regular expressions are in ``KINDS``; ``references``: how many blocks besides the moved one the words name."""
     n = len(error)
     parts = {"wrong_block": ~found} | {
         f"{lo:g}-{hi:g}": found & (error >= lo) & (error < hi) for lo, hi in SIZES
@@ -131,12 +143,21 @@ def error_by_kind(error: np.ndarray, found: np.ndarray, texts: list[str]) -> dic
             for name, rows in parts.items()
         }
     }
-    for kind, pattern in KINDS.items():
-        rows = np.array([re.search(pattern, t) is not None for t in texts])
+    kinds = {
+        kind: np.array([re.search(pattern, t) is not None for t in texts]) for kind, pattern in KINDS.items()
+    }
+    steps = np.array([len(re.findall(KINDS["counted_steps"], t)) for t in texts])
+    kinds["compositional"] = np.array([re.search(r"\bthen\b", t) is not None for t in texts]) | (steps >= 2)
+    if references is not None:
+        kinds["one_reference"] = references == 1
+        kinds["two_references"] = references >= 2
+        kinds["no_reference"] = references == 0
+    for kind, rows in kinds.items():
         record[kind] = {
             "share": round(float(rows.mean()), 4),
             "mean": round(float(error[rows].mean()), 3) if rows.any() else None,
             "rest_mean": round(float(error[~rows].mean()), 3) if (~rows).any() else None,
+            "of_mean": round(float(error[rows].sum() / n), 3),
         }
     return record
 

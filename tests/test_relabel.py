@@ -38,6 +38,15 @@ def test_digits_are_relabelled_but_counts_are_not():
     assert words.rewrite(ids, mapping, logo=True) == ids
 
 
+def test_the_labels_named_in_the_words_skip_counts_and_the_other_decoration():
+    words = LabelWords(WORDS.to_list())
+    ids = WORDS.encode(tokenize("move block 3 2 spaces left of 7 so it is below the toyota"))
+    assert words.mentioned(ids, logo=False) == {2, 6}  # "2 spaces" is a count
+    assert words.mentioned(ids, logo=True) == {17}
+    ids = WORDS.encode(tokenize("move the Burger King under McDonald's"))
+    assert words.mentioned(ids, logo=True) == {2, 7} and words.mentioned(ids, logo=False) == set()
+
+
 def test_logo_names_are_relabelled_with_their_second_words_and_possessives():
     words = LabelWords(WORDS.to_list())
     toyota, bmw, burger_king, mcdonalds = 17, 1, 2, 7

@@ -104,6 +104,16 @@ class LabelWords:
         """``(20,)`` booleans: the labels with a word in the vocabulary (only these can be exchanged)."""
         return self._named[logo]
 
+    def mentioned(self, ids: Sequence[int], logo: bool) -> set[int]:
+        """The labels the words name, read as :meth:`rewrite` reads them (a number before a count noun is none)."""
+        if logo:
+            return {self.logo[token] for token in ids if token in self.logo}
+        return {
+            self.digit[token]
+            for position, token in enumerate(ids)
+            if token in self.digit and (ids[position + 1] if position + 1 < len(ids) else None) not in self.counts
+        }
+
     def rewrite(self, ids: Sequence[int], mapping: dict[int, int], logo: bool) -> list[int]:
         """``ids`` with every name of label ``a`` replaced by a name of ``mapping[a]`` (labels not in ``mapping``
         stay)."""
