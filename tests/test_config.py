@@ -14,7 +14,9 @@ from omegaconf import OmegaConf, open_dict
 
 from blocks.cli import accepted_keys, one_line, usage_error
 from blocks.errors import CheckpointError, ConfigError
-from blocks.runs.train import check_config, name_checkpoints_by_step, pretraining
+from blocks.runs.checks import check_config
+from blocks.runs.pretrain import pretraining
+from blocks.runs.train import name_checkpoints_by_step
 
 from .conftest import REPO
 
@@ -158,7 +160,8 @@ def test_the_papers_baselines_train_at_the_approachs_budget_on_the_release_paths
 def test_ckpt_path_last_resumes_this_run_folder_and_refuses_when_it_has_no_checkpoint(tmp_path):
     import torch
 
-    from blocks.runs.train import resume_path, supervised_start
+    from blocks.runs.pretrain import supervised_start
+    from blocks.runs.resume import resume_path
 
     cfg = composed("model=bandit", "ckpt_path=last")
     auto = composed("model=bandit", "ckpt_path=auto")
@@ -184,7 +187,7 @@ def test_ckpt_path_last_resumes_this_run_folder_and_refuses_when_it_has_no_check
 def test_a_damaged_last_checkpoint_gives_way_to_the_newest_readable_one(tmp_path, caplog):
     import torch
 
-    from blocks.runs.train import resume_path
+    from blocks.runs.resume import resume_path
 
     cfg = composed("model=bandit", "ckpt_path=last")
     with open_dict(cfg):
@@ -213,7 +216,7 @@ def test_a_rerun_skips_only_a_run_that_finished_and_was_evaluated_as_configured(
 
     import torch
 
-    from blocks.runs.train import finished_record
+    from blocks.runs.resume import finished_record
 
     cfg = composed("model=bandit", "ckpt_path=last", "trainer.max_epochs=3")
     with open_dict(cfg):
@@ -235,7 +238,7 @@ def test_a_rerun_skips_only_a_run_that_finished_and_was_evaluated_as_configured(
 
 def test_the_no_prev_action_ablation_trains_its_own_supervised_start(tmp_path, monkeypatch):
     """The sweep's shared start reads the previous action; the run without it cannot load it and trains its own."""
-    import blocks.runs.train as train_module
+    import blocks.runs.pretrain as train_module
 
     shared = tmp_path / "shared.ckpt"
     shared.write_bytes(b"")
@@ -293,7 +296,7 @@ def test_a_run_validating_within_an_epoch_names_each_checkpoint_by_its_step():
 def test_a_gpu_trainer_without_a_gpu_is_one_line():
     from omegaconf import OmegaConf
 
-    from blocks.runs.train import check_devices
+    from blocks.runs.checks import check_devices
 
     with pytest.raises(ConfigError, match="no GPU that torch can use"):
         check_devices(OmegaConf.create({"trainer": {"accelerator": "gpu", "devices": 1}}))

@@ -111,7 +111,8 @@ class LabelWords:
         return {
             self.digit[token]
             for position, token in enumerate(ids)
-            if token in self.digit and (ids[position + 1] if position + 1 < len(ids) else None) not in self.counts
+            if token in self.digit
+            and (ids[position + 1] if position + 1 < len(ids) else None) not in self.counts
         }
 
     def rewrite(self, ids: Sequence[int], mapping: dict[int, int], logo: bool) -> list[int]:
