@@ -337,7 +337,8 @@ def test_stage_errors_splits_the_goal_error_by_size_and_by_the_instructions_word
     assert sizes["wrong_block"] == {"share": 0.25, "of_mean": 2.0}
     assert sizes["0-0.5"]["of_mean"] == 0.05 and sizes["2-5"]["of_mean"] == 0.75
     assert sum(part["of_mean"] for part in sizes.values()) == pytest.approx(error.mean())
-    assert record["alignment"] == {"share": 0.25, "mean": 0.2, "rest_mean": 4.167}
+    assert record["alignment"] == {"share": 0.25, "mean": 0.2, "rest_mean": 4.167, "of_mean": 0.05}
+    assert "two_references" not in record and record["compositional"]["share"] <= 1.0  # no counts given
     assert record["counted_steps"]["mean"] == 3.0 and record["between"]["mean"] == 1.5
     assert record["board_edges"]["mean"] == 8.0
     assert record["counted_steps"]["share"] == 0.25  # "the 6 block" alone is a label, not a count
