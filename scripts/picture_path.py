@@ -15,7 +15,6 @@ import json
 import os
 
 import torch
-import torch.nn.functional as F
 
 from blocks.data.demonstrations import DemonstrationDataModule
 from blocks.model.checkpoint import read_checkpoint
@@ -24,15 +23,20 @@ from blocks.render.factory import render_of
 
 
 def activity(network: torch.nn.Module, images: torch.Tensor) -> list[float]:
-    """Per convolution: the share of (stack, channel) maps with a positive value anywhere."""
-    encoder = network.image_encoder
-    x = standardize(images).contiguous(memory_format=torch.channels_last)
-    shares = []
-    with torch.no_grad():
-        for pad, conv in zip(encoder.pads, encoder.convs, strict=True):
-            x = F.relu(conv(x if pad is None else F.pad(x, pad)))
-            shares.append(float((x.flatten(2).amax(dim=2) > 0).float().mean()))
-    return shares
+    """Per convolution: the share of (stack, channel) maps with a positive value anywhere (a ReLU's output is
+    positive exactly where its input is, so the convolutions' own outputs are read)."""
+    outputs: list[torch.Tensor] = []
+    hooks = [
+        conv.register_forward_hook(lambda _, __, out: outputs.append(out))
+        for conv in network.image_encoder.convs
+    ]
+    try:
+        with torch.no_grad():
+            network.image_encoder(standardize(images))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return [float((out.flatten(2).amax(dim=2) > 0).float().mean()) for out in outputs]
 
 
 def main() -> None:

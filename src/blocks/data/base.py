@@ -7,7 +7,6 @@ batch measured slower on 2 cores (docs/results-archive.md#speed).
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ from torch.utils.data import DataLoader, Sampler
 from blocks.corpus.loader import Example, load_split
 from blocks.corpus.text import Vocabulary
 from blocks.errors import ConfigError
-from blocks.render.factory import RENDERERS, make_renderer
+from blocks.render.factory import check_render, make_renderer
 from blocks.render.release import ReleaseRenderer
 from blocks.render.renderer import Renderer
 from blocks.world.planner import Demonstration, check_route, demonstration, plan_demonstrations
@@ -181,20 +180,6 @@ class StreamState:
             self.stream.consumed = int(state["position"]) * self.stream.batches_per_rollout
 
 
-def init_keys(cls: type) -> set[str]:
-    """The keyword arguments ``cls(...)`` accepts, its base classes' included (they arrive through ``**kwargs``):
-    which keys of one learner's ``data`` config another data module can take."""
-    keys: set[str] = set()
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is not None:
-            parameters = inspect.signature(init).parameters.values()
-            keys |= {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {
-                "self"
-            }
-    return keys
-
-
 class BlocksDataModule(pl.LightningDataModule):
     """Corpus, vocabulary, renderer and the validation stream shared by both learners."""
 
@@ -212,8 +197,7 @@ class BlocksDataModule(pl.LightningDataModule):
         render: str = "flat",
     ):
         super().__init__()
-        if render not in RENDERERS:
-            raise ConfigError(f"data.render={render!r}: unknown picture; one of {', '.join(RENDERERS)}")
+        check_render(render)
         self.render = render
         if not 0.0 <= demonstration_fraction <= 1.0:
             raise ConfigError(f"data.demonstration_fraction must lie in [0, 1], got {demonstration_fraction}")

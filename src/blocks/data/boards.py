@@ -14,7 +14,7 @@ from blocks.corpus.loader import load_split
 from blocks.data.base import distributed_rank
 from blocks.errors import ConfigError
 from blocks.model.perception import CELL
-from blocks.render.factory import RENDERERS, make_renderer
+from blocks.render.factory import check_render, make_renderer
 from blocks.render.release import ReleaseRenderer
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import COLLISION_REACH, MAX_BLOCKS
@@ -130,8 +130,7 @@ class BoardsDataModule(pl.LightningDataModule):
         render: str = "flat",
     ):
         super().__init__()
-        if render not in RENDERERS:
-            raise ConfigError(f"data.render={render!r}: unknown picture; one of {', '.join(RENDERERS)}")
+        check_render(render)
         self.render = render
         if not 0.0 <= corpus_share <= 1.0:
             raise ConfigError(f"data.corpus_share must lie in [0, 1], got {corpus_share}")

@@ -20,14 +20,15 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
     """The supervised initialisation of a rollout learner, as (model, data, trainer, checkpoint callback):
     ``pretrain.epochs`` of SUPERVISED on the demonstrated training examples (``data.demonstration_fraction``),
     clipped at ``pretrain.gradient_clip``, saved under ``pretrain/`` of the run."""
-    from blocks.data.base import init_keys
+    from blocks.cli import accepted_keys
     from blocks.data.demonstrations import DemonstrationDataModule
     from blocks.learn.supervised import SupervisedLearner
     from blocks.runs.callbacks import GracefulStop, ProgressBar
 
     out = Path(cfg.paths.output_dir) / "pretrain"
     # the corpus, picture and split settings the rollout learner's data shares with the demonstrations
-    shared = (init_keys(DemonstrationDataModule) - {"batch_size"}).intersection(cfg.data)
+    accepted = accepted_keys("blocks.data.demonstrations.DemonstrationDataModule")
+    shared = (accepted - {"batch_size"}).intersection(cfg.data)
     data = DemonstrationDataModule(
         batch_size=cfg.pretrain.batch_size, **{k: cfg.data[k] for k in sorted(shared)}
     )
