@@ -110,6 +110,23 @@ def test_the_patch_store_stays_bounded_and_the_pictures_the_same(release):
     assert np.array_equal(bounded.render(first, present, [False, True, False, True]), expected)
 
 
+def test_a_store_whose_squares_grow_gives_the_same_pictures(release):
+    """The squares start at the largest drawing on the board; one started too small grows, moving every kept
+    patch (squares near the picture's edge sit inside it, their drawings offset within)."""
+    from blocks.render.release import PatchStore
+
+    rng = np.random.default_rng(4)
+    positions = rng.uniform(-1.25, 1.25, (6, MAX_BLOCKS, 2))
+    present = np.ones((6, MAX_BLOCKS), bool)
+    logo = [False, True] * 3
+    small = ReleaseRenderer(logos=False)
+    small._patches = PatchStore(120, 120, side=3, capacity=2)
+    expected = release.render(positions, present, logo)
+    assert np.array_equal(small.render(positions[:1], present[:1], logo[:1]), expected[:1])
+    assert np.array_equal(small.render(positions, present, logo), expected)
+    assert 3 < small._patches.side <= release._patches.side
+
+
 def test_a_full_store_keeps_the_patches_of_the_batch_it_draws(release):
     """The older half dropped to make room may hold blocks of the very batch being drawn: they are drawn again."""
     rng = np.random.default_rng(2)
