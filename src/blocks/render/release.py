@@ -325,14 +325,19 @@ class PatchStore:
     def _rebuild(self, capacity: int, side: int, slots: np.ndarray) -> None:
         """New arrays of ``capacity`` squares of ``side`` holding ``slots`` (renumbered from 1 in their order)."""
         old = (self.keep, self.colour, self.corner, self.place)
+        same_side = min(side, self.height, self.width) == self.side
         self.side = min(side, self.height, self.width)
         self._allocate(capacity)
+        self.used = len(slots) + 1
+        if same_side:  # the squares stay where they were: copy them whole
+            for new, array in zip((self.keep, self.colour, self.corner, self.place), old, strict=True):
+                new[1 : self.used] = array[slots]
+            return
         for new, slot in enumerate(slots.tolist(), start=1):
             r, c, h, w = old[3][slot].tolist()
             top, left = old[2][slot].tolist()
             drawing = (slice(r - top, r - top + h), slice(c - left, c - left + w))
             self._put(new, (r, c, h, w), old[0][slot][drawing], old[1][slot][:, drawing[0], drawing[1]])
-        self.used = len(slots) + 1
 
     def add(self, code: int, place: tuple[int, int, int, int], keep: np.ndarray, colour: np.ndarray) -> None:
         """Keep one patch: ``keep (h, w)`` and ``colour (3, h, w)``, its drawing at ``place`` (row, column,
@@ -343,9 +348,8 @@ class PatchStore:
                 capacity = min(2 * capacity, self.limit or 2 * capacity)
                 if capacity <= self.used:
                     raise ValueError(f"the patch store holds {self.used} squares, its limit")
-            self._rebuild(
-                capacity, max(self.side, *place[2:]), np.arange(1, self.used)
-            )  # slots keep their numbers
+            # every slot keeps its number
+            self._rebuild(capacity, max(self.side, *place[2:]), np.arange(1, self.used))
         self._put(self.used, place, keep, colour)
         self.slots[code] = self.used
         self.used += 1
@@ -468,9 +472,8 @@ class ReleaseRenderer:
         order = np.argsort(-np.where(present, distance, -1.0), axis=1, kind="stable")
         codes = np.take_along_axis(codes, order, axis=1)
         layers = int(present.sum(axis=1).max()) if n else 0
-        drawn = np.take_along_axis(present, order, axis=1)[
-            :, :layers
-        ]  # present blocks come first in each row
+        # present blocks come first in each row
+        drawn = np.take_along_axis(present, order, axis=1)[:, :layers]
         wanted = codes[:, :layers][drawn].tolist()
         store = self._patches
         found = list(map(store.slots.get, wanted, itertools.repeat(-1)))
@@ -478,9 +481,8 @@ class ReleaseRenderer:
             missing = sorted({code for code, slot in zip(wanted, found, strict=True) if slot < 0})
             if len(store) + len(missing) > self.max_patches:  # drop the older half (dicts keep their order)
                 store.drop_oldest(max(len(store) // 2, len(missing)))
-                missing = sorted(
-                    set(wanted).difference(store.slots)
-                )  # this batch's own may have been dropped
+                # this batch's own may have been dropped
+                missing = sorted(set(wanted).difference(store.slots))
             self._fill(missing)
             self._drawings += 1
             if self._drawings >= TRIM_EVERY:
