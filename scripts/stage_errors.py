@@ -38,6 +38,8 @@ from blocks.evaluate import run_episodes
 from blocks.learn.goal import goal_errors
 from blocks.learn.perception import location_accuracy
 from blocks.model.checkpoint import load_goal_predictor, load_reader
+from blocks.render.factory import make_renderer
+from blocks.render.release import ReleaseRenderer
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import BLOCK_SIDE
 from blocks.world.planner import moved_block
@@ -63,8 +65,8 @@ def main() -> None:
     torch.set_grad_enabled(False)
     examples = load_split(args.split, args.root)[: args.limit]
     record: dict[str, object] = {"split": args.split, "examples": len(examples)}
-    renderer = Renderer(args.root)
     reader = load_reader(args.reader) if args.reader else None
+    renderer = make_renderer(reader.render if reader else "flat", args.root)  # the picture the reader learnt
     if reader is not None:
         record["perception"] = location_accuracy(reader, renderer, corpus_boards(args.split, args.root))
         logo_hits = []
@@ -163,7 +165,7 @@ def error_by_kind(
 
 
 def execution_loss(
-    agent: ReadAndPlanAgent, examples: list, renderer: Renderer, goal_error: np.ndarray
+    agent: ReadAndPlanAgent, examples: list, renderer: Renderer | ReleaseRenderer, goal_error: np.ndarray
 ) -> dict[str, object]:
     """The agent's error against the teacher-forced goal error (perceived positions), example by example."""
     results = run_episodes(agent, examples, render_frames=renderer.render, progress=False)

@@ -224,3 +224,42 @@ def test_the_heap_is_trimmed_every_few_drawings(monkeypatch):
         renderer.render(board, present, [False])
     assert len(calls) == 2
     original()  # the real call: glibc's malloc_trim, or nothing where the C library has none
+
+
+def test_the_board_reader_learns_and_reads_the_release_cubes_at_their_top_faces(release, tmp_path):
+    """Cells are labelled under the cubes' top faces (taller than the flat picture's), and a reader of these
+    pictures takes positions back at that height: cells labelled as taught decode to blocks near the board's edge
+    with no outward bias, where the flat picture's height pushes them out by about 0.05 block length."""
+    from blocks.agents.reader import ReadAndPlanAgent
+    from blocks.data.boards import cell_targets, random_boards
+    from blocks.learn.perception import PerceptionLearner
+    from blocks.model.checkpoint import load_reader
+    from blocks.model.goal_predictor import GoalPredictor
+    from blocks.model.perception import NUM_CLASSES, BoardReader, board_positions, cell_centres
+    from blocks.world.geometry import BLOCK_SIDE
+
+    positions, present, _ = random_boards(np.random.default_rng(3), 64)
+    targets = cell_targets(release, positions, present)
+    for i in range(4):
+        assert set(np.unique(targets[i])) - {0} == {b + 1 for b in np.flatnonzero(present[i])}
+    logits = 30.0 * torch.nn.functional.one_hot(torch.from_numpy(targets), NUM_CLASSES).permute(0, 3, 1, 2)
+    rows, columns, _ = cell_centres(logits.float())
+    reader = BoardReader(render="release")
+    assert reader.face_height == pytest.approx(release.scene.top)
+    outward = {}
+    far = present & (np.abs(positions).max(-1) > 0.9)
+    for name, height in (("release", reader.face_height), ("flat", BLOCK_SIDE)):
+        found = board_positions(rows, columns, reader.camera, height).numpy()
+        outward[name] = ((found - positions) * np.sign(positions))[far].mean() / BLOCK_SIDE
+    assert abs(outward["release"]) < 0.02 and outward["flat"] > 0.035
+
+    learner = PerceptionLearner(channels=8)  # the run names its picture after construction, as train.py does
+    learner.hparams["render"] = "release"
+    learner.setup("fit")
+    assert learner.reader.face_height == pytest.approx(release.scene.top)
+    path = tmp_path / "reader.ckpt"
+    torch.save({"hyper_parameters": dict(learner.hparams), "state_dict": learner.state_dict()}, path)
+    loaded = load_reader(path)
+    assert (loaded.render, loaded.face_height) == ("release", pytest.approx(release.scene.top))
+    agent = ReadAndPlanAgent(loaded, GoalPredictor(3, dim=16, heads=2, layers=1), ["a", "b", "c"])
+    assert agent.render == "release"  # the evaluator draws the picture the reader learnt

@@ -64,6 +64,7 @@ class ReadAndPlanAgent(Agent):
         self.vocabularies = [v if isinstance(v, Vocabulary) else Vocabulary(v) for v in vocabularies]
         self.max_replans = max_replans
         self.image_size = reader.image_size
+        self.render = reader.render  # the picture the reader learnt to read: the evaluator draws it
         self.device = next(reader.parameters()).device
 
     @classmethod

@@ -23,7 +23,9 @@ from blocks.world.transitions import pad_boards
 LOCATED_WITHIN = 0.5  # block lengths
 
 
-def cell_targets(renderer: Renderer, positions: np.ndarray, present: np.ndarray) -> np.ndarray:
+def cell_targets(
+    renderer: Renderer | ReleaseRenderer, positions: np.ndarray, present: np.ndarray
+) -> np.ndarray:
     """``(N, G, G)`` class of every cell: 1 + the index of the block whose face covers its centre, else 0."""
     grid = renderer.size // CELL
     targets = np.zeros((len(positions), grid, grid), np.int64)
@@ -93,7 +95,9 @@ class BoardStream(IterableDataset):
             yield board_batch(self.renderer, positions, present, logo)
 
 
-def board_batch(renderer: Renderer, positions: np.ndarray, present: np.ndarray, logo: np.ndarray) -> dict:
+def board_batch(
+    renderer: Renderer | ReleaseRenderer, positions: np.ndarray, present: np.ndarray, logo: np.ndarray
+) -> dict:
     return {
         "images": torch.from_numpy(renderer.render(positions, present, logo)),
         "cells": torch.from_numpy(cell_targets(renderer, positions, present)),

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from blocks.data.boards import board_batch
 from blocks.errors import positive_number
 from blocks.model.perception import NUM_CLASSES, BoardReader
+from blocks.render.release import ReleaseRenderer
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS
 
@@ -51,6 +52,10 @@ class PerceptionLearner(pl.LightningModule):
         self.register_buffer("class_weights", weights, persistent=False)
         self.hits: dict[str, list[torch.Tensor]] = {"logo": [], "digit": []}
         self.decoration_hits: list[torch.Tensor] = []
+
+    def setup(self, stage: str) -> None:
+        """The run names its picture in the record (``data.render``) after construction: read at its face height."""
+        self.reader.reads(self.hparams.get("render", "flat"))
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
@@ -96,7 +101,7 @@ class PerceptionLearner(pl.LightningModule):
 @torch.no_grad()
 def location_accuracy(
     reader: BoardReader,
-    renderer: Renderer,
+    renderer: Renderer | ReleaseRenderer,
     boards: tuple[np.ndarray, np.ndarray, np.ndarray],
     batch_size: int = 128,
 ) -> dict[str, float]:

@@ -21,6 +21,7 @@ from blocks.model.goal_predictor import GoalPredictor
 from blocks.model.perception import BoardReader
 from blocks.model.policy import PolicyNetwork
 from blocks.model.spo import SPONetwork
+from blocks.render.factory import render_of
 
 # network.architecture -> the class every learner, agent and loader builds from the same keys
 ARCHITECTURES: dict[str, type[PolicyNetwork]] = {"paper": PolicyNetwork, "spo": SPONetwork, "dqn": QNetwork}
@@ -152,7 +153,7 @@ def load_reader(path: str | Path, map_location: str | torch.device = "cpu") -> B
     """The board reader of a ``model=perception`` checkpoint, in eval mode."""
     checkpoint = _learner_checkpoint(path, "perception", map_location)
     record = checkpoint["hyper_parameters"]
-    reader = BoardReader(record["image_size"], record["channels"])
+    reader = BoardReader(record["image_size"], record["channels"], render_of(record))
     reader.load_state_dict(_weights(checkpoint, "reader."))
     return reader.to(map_location).eval()
 

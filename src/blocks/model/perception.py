@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from blocks.render.camera import Camera
+from blocks.render.factory import face_height
 from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS
 
 CELL = 4  # pixels per cell: a 120-pixel picture gives 30 x 30 cells
@@ -35,7 +36,8 @@ class BoardReader(nn.Module):
     ones reach the cell grid, and three more (one dilated) see a whole face and its neighbours.
     """
 
-    def __init__(self, image_size: int = 120, channels: int = 48):
+    def __init__(self, image_size: int = 120, channels: int = 48, render: str = "flat"):
+        """``render``: the picture it reads (``data.render``); positions are read at that picture's face height."""
         super().__init__()
         if image_size % CELL:
             raise ValueError(f"the board reader needs an image size divisible by {CELL}, got {image_size}")
@@ -54,7 +56,12 @@ class BoardReader(nn.Module):
         self.classify = nn.Conv2d(channels, NUM_CLASSES, 1)
         self.decoration = nn.Linear(channels, 1)
         self.camera = Camera(image_size)
+        self.reads(render)
         self.to(memory_format=torch.channels_last)  # about a quarter faster on the CPU (oneDNN)
+
+    def reads(self, render: str) -> None:
+        """Read pictures drawn by ``render`` (a name of ``blocks.render.factory``)."""
+        self.render, self.face_height = render, face_height(render)
 
     def forward(self, frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.stem((frames.float() / 127.5 - 1.0).contiguous(memory_format=torch.channels_last))
@@ -87,7 +94,7 @@ class BoardReader(nn.Module):
         astray = torch.maximum((rows - rows[0]).abs(), (columns - columns[0]).abs()) > CELL
         rows = rows.masked_fill(astray, float("nan")).nanquantile(0.5, dim=0)
         columns = columns.masked_fill(astray, float("nan")).nanquantile(0.5, dim=0)
-        positions = board_positions(rows, columns, self.camera)
+        positions = board_positions(rows, columns, self.camera, self.face_height)
         return positions, confidence[: len(frames)] > 0.5, logo[: len(frames)] > 0
 
 
@@ -113,7 +120,9 @@ def cell_centres(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torc
     return centre_row, centre_col, confidence
 
 
-def board_positions(rows: torch.Tensor, columns: torch.Tensor, camera: Camera) -> torch.Tensor:
-    """Board ``(x, z)`` ``(..., 2)`` of top-face centres at picture ``(row, column)``."""
-    x, z = camera.unproject(rows.cpu().numpy(), columns.cpu().numpy(), BLOCK_SIDE)
+def board_positions(
+    rows: torch.Tensor, columns: torch.Tensor, camera: Camera, height: float = BLOCK_SIDE
+) -> torch.Tensor:
+    """Board ``(x, z)`` ``(..., 2)`` of top-face centres at picture ``(row, column)``, faces ``height`` high."""
+    x, z = camera.unproject(rows.cpu().numpy(), columns.cpu().numpy(), height)
     return torch.from_numpy(np.stack([x, z], axis=-1)).float().to(rows.device)

@@ -25,6 +25,13 @@ def make_renderer(
     return RENDERERS[kind](data_root, size, logos=logos)
 
 
+def face_height(kind: str = "flat") -> float:
+    """Height above the board of the blocks' top faces in picture ``kind``: where a position seen on a face is
+    taken back to the board (the release's cubes stand taller than the flat picture's faces)."""
+    check_render(kind)
+    return RENDERERS[kind].top_face_height()
+
+
 def render_of(record: dict | None) -> str:
     """The picture a learner's record was trained on: ``flat`` for checkpoints older than the choice."""
     return str((record or {}).get("render", "flat"))

@@ -413,6 +413,19 @@ class ReleaseRenderer:
         extents = [np.ptp(np.nonzero(patch.max(axis=axis))[0]) + 1 for patch in coverage for axis in (0, 1)]
         return int(max(extents)) + 1  # a pixel more for another sub-pixel offset
 
+    @staticmethod
+    def top_face_height() -> float:
+        """Height of the cubes' top faces in the release's scene (above a block's side)."""
+        return Scene.load().top
+
+    def face_boxes(self, positions: np.ndarray) -> np.ndarray:
+        """Integer pixel boxes ``(..., 4)`` = (row0, row1, col0, col1) of the cubes' top faces, before clipping:
+        ``Renderer.face_boxes`` at the release's top-face height, so the board reader learns where faces are."""
+        half = BLOCK_SIDE / 2
+        top, left = self.view.project(positions[..., 0] - half, positions[..., 1] + half, self.scene.top)
+        bottom, right = self.view.project(positions[..., 0] + half, positions[..., 1] - half, self.scene.top)
+        return np.rint(np.stack([top, bottom, left, right], axis=-1)).astype(np.int64)
+
     def _codes(self, positions: np.ndarray, logo: np.ndarray) -> np.ndarray:
         """One integer per (board, block): its decoration, identity and position in quarter pixels."""
         q = np.rint(positions * self._scale).astype(np.int64) + (1 << 14)

@@ -99,6 +99,11 @@ class Renderer:
             self._faces[key] = np.ascontiguousarray(np.stack(faces))
         return self._faces[key]
 
+    @staticmethod
+    def top_face_height() -> float:
+        """Height of the faces this picture shows: a block's side (``Camera`` projects them there)."""
+        return BLOCK_SIDE
+
     def face_boxes(self, positions: np.ndarray) -> np.ndarray:
         """Integer pixel boxes ``(..., 4)`` = (row0, row1, col0, col1) of block top faces, before clipping."""
         half = BLOCK_SIDE / 2
