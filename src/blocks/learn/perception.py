@@ -3,8 +3,8 @@
 Every batch is new: random layouts (1 to 20 blocks, the first n or any subset of the labels, no two overlapping,
 logos or digits) mixed with the corpus's own training boards. The target of a cell is the block whose top face
 covers the cell's centre pixel. Validation reads the tuning split's boards; :func:`location_accuracy` scores any
-boards (``scripts/perception_accuracy.py`` runs it on dev): the share of present blocks found within half a block
-length of where they stand, for logo and digit boards apart.
+boards (``scripts/stage_errors.py --reader <ckpt> --split dev`` runs it): the share of present blocks found within
+half a block length of where they stand, for logo and digit boards apart.
 """
 
 from __future__ import annotations
