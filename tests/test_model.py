@@ -159,6 +159,12 @@ def test_a_checkpoint_rebuilds_its_network_without_lightning(tmp_path):
     torch.save({"weights": 1}, path)
     with pytest.raises(CheckpointError, match="not a blocks learner checkpoint"):
         read_checkpoint(path)
+    # the read-and-plan agent's parts are named, with where they go
+    torch.save({"hyper_parameters": {"kind": "perception"}, "state_dict": {}}, path)
+    with pytest.raises(
+        CheckpointError, match="a 'perception' checkpoint, not a policy; .*agent=read_and_plan"
+    ):
+        read_checkpoint(path)
     with pytest.raises(CheckpointError, match="no such checkpoint file"):
         read_checkpoint(tmp_path / "missing.ckpt")
 

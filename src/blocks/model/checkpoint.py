@@ -112,11 +112,21 @@ class PolicyCheckpoint:
         return network.eval()
 
 
+# Checkpoints of the read-and-plan agent's parts: where they go instead of a policy's place.
+NOT_POLICIES = {
+    "perception": "it is the board reader: agent=read_and_plan agent.reader=<it> agent.goal=<goal network>",
+    "goal_predictor": "it is a goal network: agent=read_and_plan agent.reader=<reader> agent.goal=<it>",
+}
+
+
 def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> PolicyCheckpoint:
     """Any learner's checkpoint; a missing file or a file that is not one fails naming it."""
     path = str(path)
     raw = load_file(path, map_location)
     record = raw.get("hyper_parameters") if isinstance(raw, dict) else None
+    if record and record.get("kind") in NOT_POLICIES:
+        kind = record["kind"]
+        raise CheckpointError(f"{path}: a {kind!r} checkpoint, not a policy; {NOT_POLICIES[kind]}")
     if not record or "vocabulary" not in record or "state_dict" not in raw:
         raise CheckpointError(f"{path}: not a blocks learner checkpoint (no network record or weights)")
     state = {k.removeprefix("policy."): v for k, v in raw["state_dict"].items() if k.startswith("policy.")}
