@@ -26,6 +26,7 @@ done
 for m in $paper_rows; do
   run ${m}_ensemble agent=policy "ckpt_path=[checkpoints/paper/${m}_seed42.ckpt,checkpoints/paper/${m}_seed1.ckpt,checkpoints/paper/${m}_seed2.ckpt]"
 done
+run supervised_release_render agent=policy ckpt_path=checkpoints/paper/supervised_release_render.ckpt  # draws the release's pictures
 run bandit_ensemble agent=policy "ckpt_path=[$(ls checkpoints/bandit_ensemble/*.ckpt | paste -sd,)]"
 run oracle_planner agent=oracle_planner ckpt_path=checkpoints/oracle_planner.ckpt
 run distill agent=policy ckpt_path=checkpoints/distill.ckpt
