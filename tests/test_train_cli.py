@@ -125,6 +125,7 @@ def test_resume_from_a_mid_epoch_checkpoint_finishes_that_epoch(corpus_root, tmp
     command = ["-m", "blocks.runs.export", "--best", str(first), str(tmp_path / "best.ckpt")]
     out = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True, check=True)
     assert f"best: {best_checkpoint(first)[0].name}" in out.stdout
+    assert f"{s001}: val/mean_error " in out.stdout  # the score's name as the run monitored it
     assert load_learner(str(tmp_path / "best.ckpt")).kind == "bandit"
     run_train(
         [*mid_epoch, f"ckpt_path={first}/checkpoints/{s001}", f"hydra.run.dir={second}"],

@@ -59,8 +59,8 @@ def average(run: str | Path, first: int, last: int, destination: str | Path) -> 
 
 
 def validations(run: str | Path) -> list[tuple[Path, float]]:
-    """Every checkpoint of a run with the validation score it was saved at (``val/mean_error``: the tuning
-    split's greedy error), by file name (epoch and step order with the default names).
+    """Every checkpoint of a run with the validation score it was saved at (:func:`monitored`; for the policies
+    ``val/mean_error``, the tuning split's greedy error), by file name (epoch and step order with the default names).
 
     Lightning's checkpoint callback keeps all scores (``save_top_k: -1``) in the run's newest ``last*.ckpt``; the
     files are looked up in the run's own ``checkpoints/`` folder, so a run copied from another machine works.
@@ -82,6 +82,15 @@ def validations(run: str | Path) -> list[tuple[Path, float]]:
     return found
 
 
+def monitored(run: str | Path) -> str:
+    """The name of the score a run's checkpoints were saved at (``val/mean_error``, the board reader's
+    ``val/missed``, ...), as its newest ``last*.ckpt`` records it."""
+    lasts = sorted((Path(run) / "checkpoints").glob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
+    callbacks = load_file(lasts[-1]).get("callbacks", {}) if lasts else {}
+    names = {s.get("monitor") for n, s in callbacks.items() if n.startswith("ModelCheckpoint")} - {None}
+    return names.pop() if len(names) == 1 else "score"
+
+
 def best_checkpoint(run: str | Path) -> tuple[Path, float]:
     """The run's checkpoint with the lowest validation score: the tuning split picks, never dev."""
     return min(validations(run), key=lambda item: item[1])
@@ -101,10 +110,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {path}: {load_file(path)['exported_from']}")
         return
     if args.best:
+        name = monitored(source)
         for path, score in validations(source):
-            print(f"{path.name}: val/mean_error {score:.3f}")
+            print(f"{path.name}: {name} {score:.4g}")
         source, score = best_checkpoint(source)
-        print(f"best: {source.name} ({score:.3f})")
+        print(f"best: {source.name} ({score:.4g}; the first of equal scores)")
     path = export(source, args.destination)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
