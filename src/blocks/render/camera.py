@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from blocks.world.geometry import BLOCK_SIDE
 
 CAMERA_HEIGHT = 2.265
 CAMERA_X_OFFSET = -0.03
@@ -41,3 +44,16 @@ class Camera:
         x = (np.asarray(column) - self.size / 2) / scale + CAMERA_X_OFFSET
         z = (self.size / 2 - np.asarray(row)) / scale
         return x, z
+
+
+def face_boxes(
+    project: Callable[[np.ndarray, np.ndarray, float], tuple[np.ndarray, np.ndarray]],
+    positions: np.ndarray,
+    height: float,
+) -> np.ndarray:
+    """Integer pixel boxes ``(..., 4)`` = (row0, row1, col0, col1) of block top faces ``height`` above the board,
+    before clipping, under a camera's ``project`` (the flat picture's faces and the release's cube tops alike)."""
+    half = BLOCK_SIDE / 2
+    top, left = project(positions[..., 0] - half, positions[..., 1] + half, height)
+    bottom, right = project(positions[..., 0] + half, positions[..., 1] - half, height)
+    return np.rint(np.stack([top, bottom, left, right], axis=-1)).astype(np.int64)

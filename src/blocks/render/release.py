@@ -31,7 +31,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from blocks.corpus.download import CorpusError, ensure_file
-from blocks.render.camera import CAMERA_HEIGHT, CAMERA_X_OFFSET, VERTICAL_FOV_DEG, Camera
+from blocks.render.camera import CAMERA_HEIGHT, CAMERA_X_OFFSET, VERTICAL_FOV_DEG, Camera, face_boxes
 from blocks.world.geometry import BLOCK_SIDE, BOARD_HALF, LOGO_BRANDS, MAX_BLOCKS
 
 SCENE_FILE = Path(__file__).with_name("release_scene.json")
@@ -421,10 +421,7 @@ class ReleaseRenderer:
     def face_boxes(self, positions: np.ndarray) -> np.ndarray:
         """Integer pixel boxes ``(..., 4)`` = (row0, row1, col0, col1) of the cubes' top faces, before clipping:
         ``Renderer.face_boxes`` at the release's top-face height, so the board reader learns where faces are."""
-        half = BLOCK_SIDE / 2
-        top, left = self.view.project(positions[..., 0] - half, positions[..., 1] + half, self.scene.top)
-        bottom, right = self.view.project(positions[..., 0] + half, positions[..., 1] - half, self.scene.top)
-        return np.rint(np.stack([top, bottom, left, right], axis=-1)).astype(np.int64)
+        return face_boxes(self.view.project, positions, self.scene.top)
 
     def _codes(self, positions: np.ndarray, logo: np.ndarray) -> np.ndarray:
         """One integer per (board, block): its decoration, identity and position in quarter pixels."""

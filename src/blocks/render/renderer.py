@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 
 from blocks.corpus.download import CorpusError, ensure_file
-from blocks.render.camera import Camera
+from blocks.render.camera import Camera, face_boxes
 from blocks.world.geometry import BLOCK_SIDE, BOARD_HALF, LOGO_BRANDS, MAX_BLOCKS
 
 BOARD_COLOR = (255, 255, 178)
@@ -106,10 +106,7 @@ class Renderer:
 
     def face_boxes(self, positions: np.ndarray) -> np.ndarray:
         """Integer pixel boxes ``(..., 4)`` = (row0, row1, col0, col1) of block top faces, before clipping."""
-        half = BLOCK_SIDE / 2
-        top, left = self.camera.project(positions[..., 0] - half, positions[..., 1] + half, BLOCK_SIDE)
-        bottom, right = self.camera.project(positions[..., 0] + half, positions[..., 1] - half, BLOCK_SIDE)
-        return np.rint(np.stack([top, bottom, left, right], axis=-1)).astype(np.int64)
+        return face_boxes(self.camera.project, positions, BLOCK_SIDE)
 
     def render(
         self,

@@ -58,6 +58,16 @@ def average(run: str | Path, first: int, last: int, destination: str | Path) -> 
     return _save(slim, destination)
 
 
+def _checkpoint_states(run: str | Path) -> tuple[Path, list[dict]]:
+    """The run's newest ``last*.ckpt`` and the states its checkpoint callbacks saved there."""
+    folder = Path(run) / "checkpoints"
+    lasts = sorted(folder.glob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
+    if not lasts:
+        raise CheckpointError(f"{folder}: no last.ckpt, so no record of the validations")
+    callbacks = load_file(lasts[-1]).get("callbacks", {})
+    return lasts[-1], [state for name, state in callbacks.items() if name.startswith("ModelCheckpoint")]
+
+
 def validations(run: str | Path) -> list[tuple[Path, float]]:
     """Every checkpoint of a run with the validation score it was saved at (:func:`monitored`; for the policies
     ``val/mean_error``, the tuning split's greedy error), by file name (epoch and step order with the default names).
@@ -66,16 +76,12 @@ def validations(run: str | Path) -> list[tuple[Path, float]]:
     files are looked up in the run's own ``checkpoints/`` folder, so a run copied from another machine works.
     """
     folder = Path(run) / "checkpoints"
-    lasts = sorted(folder.glob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
-    if not lasts:
-        raise CheckpointError(f"{folder}: no last.ckpt, so no record of the validations")
-    callbacks = load_file(lasts[-1]).get("callbacks", {})
+    last, states = _checkpoint_states(run)
     scores: dict[str, float] = {}
-    for name, state in callbacks.items():
-        if name.startswith("ModelCheckpoint"):
-            scores.update({Path(p).name: float(s) for p, s in state.get("best_k_models", {}).items()})
+    for state in states:
+        scores.update({Path(p).name: float(s) for p, s in state.get("best_k_models", {}).items()})
     if not scores:
-        raise CheckpointError(f"{lasts[-1]} records no scored checkpoint (did the run validate?)")
+        raise CheckpointError(f"{last} records no scored checkpoint (did the run validate?)")
     found = [(folder / name, score) for name, score in sorted(scores.items()) if (folder / name).is_file()]
     if not found:
         raise CheckpointError(f"{folder}: none of the validated checkpoints {sorted(scores)} is there")
@@ -85,9 +91,7 @@ def validations(run: str | Path) -> list[tuple[Path, float]]:
 def monitored(run: str | Path) -> str:
     """The name of the score a run's checkpoints were saved at (``val/mean_error``, the board reader's
     ``val/missed``, ...), as its newest ``last*.ckpt`` records it."""
-    lasts = sorted((Path(run) / "checkpoints").glob("last*.ckpt"), key=lambda p: p.stat().st_mtime)
-    callbacks = load_file(lasts[-1]).get("callbacks", {}) if lasts else {}
-    names = {s.get("monitor") for n, s in callbacks.items() if n.startswith("ModelCheckpoint")} - {None}
+    names = {state.get("monitor") for state in _checkpoint_states(run)[1]} - {None}
     return names.pop() if len(names) == 1 else "score"
 
 
@@ -110,10 +114,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {path}: {load_file(path)['exported_from']}")
         return
     if args.best:
-        name = monitored(source)
-        for path, score in validations(source):
+        name, scored = monitored(source), validations(source)
+        for path, score in scored:
             print(f"{path.name}: {name} {score:.4g}")
-        source, score = best_checkpoint(source)
+        source, score = min(
+            scored, key=lambda item: item[1]
+        )  # best_checkpoint, without reading the run again
         print(f"best: {source.name} ({score:.4g}; the first of equal scores)")
     path = export(source, args.destination)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
