@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from blocks.errors import ConfigError
 from blocks.world.env import BlocksEnv
 from blocks.world.geometry import HORIZON, STOP, InvalidActionError, action_id
 from blocks.world.metrics import summarize
@@ -139,6 +140,8 @@ def test_gymnasium_make_gives_a_split_with_the_words_as_token_ids(corpus_root, m
     assert obs["tokens"][:5].tolist() == words and not obs["tokens"][5:].any()
     obs, info = env.reset(options={"index": 3})
     assert info["instruction"] == example.instruction and obs["tokens"][: len(ids)].tolist() == ids
+    with pytest.raises(ConfigError, match=r"^picture='Release': unknown picture; one of flat, release"):
+        gymnasium.make("blocks/Blocks-v0", split="dev", picture="Release")
 
 
 def test_reset_options_are_honoured_or_refused(env):

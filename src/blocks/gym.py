@@ -30,10 +30,11 @@ def make_env(
     from blocks.corpus.download import default_data_root
     from blocks.corpus.loader import load_split
     from blocks.corpus.text import Vocabulary, tokenize
-    from blocks.render.factory import make_renderer
+    from blocks.render.factory import check_render, make_renderer
     from blocks.world.env import BlocksEnv
     from blocks.world.rewards import RewardConfig
 
+    check_render(picture, key="picture")  # before the corpus is read
     root = root or default_data_root()
     examples = load_split(split, root)[:limit]
     vocabulary = Vocabulary.build(x.tokens for x in load_split("train", root, exclude_tune=True))

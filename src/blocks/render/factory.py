@@ -11,10 +11,11 @@ from blocks.render.renderer import Renderer
 RENDERERS = {"flat": Renderer, "release": ReleaseRenderer}
 
 
-def check_render(kind: str) -> None:
-    """An unknown picture name fails naming the choices (checked before a run loads anything)."""
+def check_render(kind: str, key: str = "data.render") -> None:
+    """An unknown picture name fails naming the choices and the ``key`` it was given as (checked before a run
+    loads anything)."""
     if kind not in RENDERERS:
-        raise ConfigError(f"data.render={kind!r}: unknown picture; one of {', '.join(RENDERERS)}")
+        raise ConfigError(f"{key}={kind!r}: unknown picture; one of {', '.join(RENDERERS)}")
 
 
 def make_renderer(
