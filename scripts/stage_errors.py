@@ -15,7 +15,11 @@ Prints one JSON line:
 - with ``--agent`` (both checkpoints): the read-and-plan agent's own error on the split and what execution adds
   to the teacher-forced goal error with the perceived positions (``execution_loss``), split by how the episode
   went: stopped at once (the predictor unsure of the block), moved another block than the instruction's, had a
-  failed move, or none of these. Each part gives its share of episodes and its contribution to both means.
+  failed move, or none of these. Each part gives its share of episodes and its contribution to the means. The
+  world's moves put a block only on a grid of STEP (0.66 block lengths) around where it stood, so ``move_grid``
+  gives the predicted goal moved to that grid's nearest point (what exact execution reaches), the best of the
+  four grid points around it (what any choice of end point could at most reach), the exact goal's own distance
+  to the grid, and what execution adds beyond the grid.
 Either checkpoint may be left out; its stages are then skipped.
 """
 
@@ -41,7 +45,7 @@ from blocks.model.checkpoint import load_goal_predictor, load_reader
 from blocks.render.factory import make_renderer
 from blocks.render.release import ReleaseRenderer
 from blocks.render.renderer import Renderer
-from blocks.world.geometry import BLOCK_SIDE
+from blocks.world.geometry import BLOCK_SIDE, STEP
 from blocks.world.planner import moved_block
 from blocks.world.transitions import pad_boards
 
@@ -94,7 +98,7 @@ def main() -> None:
                 seen = {**batch, "positions": positions / BLOCK_SIDE, "present": present, "logo": logo}
                 readings["perceived_positions"].append(goal_errors(predictor, seen))
         joined = {name: [torch.cat(p) for p in zip(*parts, strict=True)] for name, parts in readings.items()}
-        for name, (found, error, forced) in joined.items():
+        for name, (found, error, forced, _) in joined.items():
             record[name] = {
                 "block_accuracy": round(float(found.float().mean()), 4),
                 "goal_error_mean": round(float(error.mean()), 3),
@@ -102,7 +106,7 @@ def main() -> None:
                 "true_block_goal_error_mean": round(float(forced.mean()), 3),
             }
         if args.by_kind:
-            found, error, _ = joined["true_positions"]
+            found, error, _, _ = joined["true_positions"]
             texts = [" ".join(x.tokens) for x in examples]
             words = LabelWords(vocabulary.to_list())
             references = [
@@ -112,9 +116,10 @@ def main() -> None:
             ]  # fmt: skip
             record["by_kind"] = error_by_kind(error.numpy(), found.numpy(), texts, np.array(references))
         if args.agent and reader is not None:
-            _, error, _ = joined["perceived_positions"]
+            found, error, _, goal = (t.numpy() for t in joined["perceived_positions"])
             agent = ReadAndPlanAgent.from_checkpoints(args.reader, args.goal)
-            record["agent"] = execution_loss(agent, examples, renderer, error.numpy())
+            grid = move_grid(goal, found, error, examples)
+            record["agent"] = execution_loss(agent, examples, renderer, error, grid)
     print(json.dumps(record))
 
 
@@ -164,10 +169,38 @@ def error_by_kind(
     return record
 
 
+def move_grid(
+    goal: np.ndarray, found: np.ndarray, goal_error: np.ndarray, examples: list
+) -> dict[str, np.ndarray]:
+    """Per example, in block lengths: the distance to the true goal from the grid point nearest the predicted
+    ``goal`` (the grid: the block's start plus whole moves on either axis), from the nearest to it of the four
+    grid points around the predicted goal, and from the grid point nearest the true goal itself. Where the
+    predicted block is not the instruction's (``found`` false) the first two keep the off-grid ``goal_error``."""
+    step = STEP / BLOCK_SIDE
+    blocks = [moved_block(x.task) for x in examples]
+    start = np.stack([x.task.start[b] for x, b in zip(examples, blocks, strict=True)]) / BLOCK_SIDE
+    true = np.stack([x.task.goal[b] for x, b in zip(examples, blocks, strict=True)]) / BLOCK_SIDE
+    moves = (goal - start) / step
+    nearest = np.linalg.norm(start + np.round(moves) * step - true, axis=-1)
+    corners = np.floor(moves) + np.array([[0, 0], [0, 1], [1, 0], [1, 1]])[:, None]
+    best = np.linalg.norm(start + corners * step - true, axis=-1).min(0)
+    floor = np.linalg.norm(start + np.round((true - start) / step) * step - true, axis=-1)
+    return {
+        "nearest_point": np.where(found, nearest, goal_error),
+        "best_of_four": np.where(found, best, goal_error),
+        "exact_goal": floor,
+    }
+
+
 def execution_loss(
-    agent: ReadAndPlanAgent, examples: list, renderer: Renderer | ReleaseRenderer, goal_error: np.ndarray
+    agent: ReadAndPlanAgent,
+    examples: list,
+    renderer: Renderer | ReleaseRenderer,
+    goal_error: np.ndarray,
+    grid: dict[str, np.ndarray],
 ) -> dict[str, object]:
-    """The agent's error against the teacher-forced goal error (perceived positions), example by example."""
+    """The agent's error against the teacher-forced goal error (perceived positions) and against that goal moved
+    onto the world's move grid (``move_grid``), example by example."""
     results = run_episodes(agent, examples, render_frames=renderer.render, progress=False)
     error = np.array([r.error for r in results])
     stopped = np.array([r.steps <= 1 for r in results])
@@ -180,11 +213,19 @@ def execution_loss(
         "mean_error": round(float(error.mean()), 3),
         "median_error": round(float(np.median(error)), 3),
         "execution_loss": round(float(error.mean() - goal_error.mean()), 3),
+        "move_grid": {name: round(float(value.mean()), 3) for name, value in grid.items()}
+        | {
+            "execution_loss_beyond_grid": round(float(error.mean() - grid["nearest_point"].mean()), 3),
+            "as_planned_ended_on_nearest_point": round(
+                float((np.abs(error - grid["nearest_point"]) < 1e-3)[parts["rest"]].mean()), 4
+            ),
+        },
         "parts": {
             name: {
                 "share": round(float(rows.mean()), 4),
                 "agent": round(float(error[rows].sum() / n), 3),
                 "teacher_forced": round(float(goal_error[rows].sum() / n), 3),
+                "on_grid": round(float(grid["nearest_point"][rows].sum() / n), 3),
             }
             for name, rows in parts.items()
         },

@@ -143,7 +143,7 @@ def test_the_goal_predictor_fits_a_few_instructions(corpus_root):
     torch.manual_seed(0)
     predictor = GoalPredictor(len(vocabulary), dim=64, heads=2, layers=1)
     optimizer = torch.optim.Adam(predictor.parameters(), lr=5e-3)
-    _, before, _ = goal_errors(predictor, batch)
+    _, before, _, _ = goal_errors(predictor, batch)
     for _ in range(120):
         moved, goals, _ = predictor(
             batch["tokens"], batch["lengths"], batch["positions"], batch["present"], batch["logo"]
@@ -152,11 +152,12 @@ def test_the_goal_predictor_fits_a_few_instructions(corpus_root):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    found, after, _ = goal_errors(predictor, batch)
+    found, after, _, goal = goal_errors(predictor, batch)
     assert found.float().mean() > 0.9 and after.mean() < 0.5 * before.mean()
+    assert torch.allclose(torch.linalg.vector_norm(goal - batch["goal"], dim=-1), after)  # the goal it scored
     # Read as one with an untrained copy between two of it, the goals are its own: the median, not the mean.
     untrained = GoalPredictor(len(vocabulary), dim=64, heads=2, layers=1)
-    found_three, three, _ = goal_errors([predictor, untrained, predictor], batch)
+    found_three, three, _, _ = goal_errors([predictor, untrained, predictor], batch)
     same = found & found_three
     assert same.float().mean() > 0.8 and torch.allclose(three[same], after[same], atol=1e-5)
 
@@ -230,13 +231,23 @@ def test_an_ensemble_takes_the_median_goal(renderer, two_block_task):
 
 
 def test_stage_errors_splits_the_agents_error_by_how_each_episode_went(corpus_root, renderer):
-    """With a true reading and the goal given exactly, execution adds only the grid: the parts add up to the
-    agent's mean, and no episode stops at once, fails a move or moves another block."""
+    """With a true reading and the goal given exactly, execution adds only the grid: every episode ends on the
+    grid point nearest the goal, the parts add up to the agent's mean, and no episode stops at once, fails a move
+    or moves another block."""
     from blocks.corpus.loader import load_split
     from tests.test_checkpoints_and_tools import _script
 
     examples = load_split("dev", corpus_root)[:24]
-    figures = _script("stage_errors").execution_loss(agent(TruthfulAgent), examples, renderer, np.zeros(24))
+    script = _script("stage_errors")
+    goals = np.stack([x.task.goal[moved_block(x.task)] for x in examples]) / BLOCK_SIDE
+    grid = script.move_grid(goals, np.ones(24, bool), np.zeros(24), examples)
+    assert (grid["nearest_point"] == grid["exact_goal"]).all() and (
+        grid["best_of_four"] == grid["exact_goal"]
+    ).all()
+    assert 0.0 < grid["exact_goal"].mean() < 0.47  # at most half a move's diagonal, 0.66 / sqrt(2)
+    figures = script.execution_loss(agent(TruthfulAgent), examples, renderer, np.zeros(24), grid)
+    assert figures["move_grid"]["execution_loss_beyond_grid"] == pytest.approx(0.0, abs=1e-3)
+    assert figures["move_grid"]["as_planned_ended_on_nearest_point"] == 1.0
     parts = figures["parts"]
     assert parts["rest"]["share"] == 1.0 and parts["rest"]["teacher_forced"] == 0.0
     assert (
@@ -319,7 +330,7 @@ def test_axis_references_start_as_one_softmax_and_learn_a_column_and_a_row_from_
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    _, error, _ = goal_errors(predictor.eval(), held_out)
+    _, error, _, _ = goal_errors(predictor.eval(), held_out)
     _, _, weights = _predict(predictor, held_out)
     column, row = weights[:, 0, :, 0].argmax(-1), weights[:, 0, :, 1].argmax(-1)
     assert error.mean() < 0.3

@@ -23,9 +23,10 @@ from blocks.model.goal_predictor import GoalPredictor, combine_readings, goal_lo
 
 def goal_errors(
     predictor: GoalPredictor | Sequence[GoalPredictor], batch: dict[str, torch.Tensor]
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(block found, goal error of the predicted block's goal, goal error of the true block's), per example.
-    Several predictors (one vocabulary) read as one, as the read-and-plan agent combines them."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(block found, goal error of the predicted block's goal, goal error of the true block's, the predicted
+    block's goal), per example. Several predictors (one vocabulary) read as one, as the read-and-plan agent
+    combines them."""
     predictors = [predictor] if isinstance(predictor, GoalPredictor) else predictor
     moved, goals = combine_readings(
         [p(batch["tokens"], batch["lengths"], batch["positions"], batch["present"], batch["logo"])
@@ -35,7 +36,7 @@ def goal_errors(
     chosen = moved.argmax(-1)
     error = torch.linalg.vector_norm(goals[rows, chosen] - batch["goal"], dim=-1)
     forced = torch.linalg.vector_norm(goals[rows, batch["block"]] - batch["goal"], dim=-1)
-    return chosen == batch["block"], error, forced
+    return chosen == batch["block"], error, forced, goals[rows, chosen]
 
 
 class GoalLearner(pl.LightningModule):
@@ -111,7 +112,7 @@ class GoalLearner(pl.LightningModule):
             torch.set_rng_state(checkpoint["torch_rng_state"])
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        found, error, forced = goal_errors(self.predictor, batch)
+        found, error, forced, _ = goal_errors(self.predictor, batch)
         self.found.update(found.float())
         self.errors.update(error)
         self.forced.update(forced)
