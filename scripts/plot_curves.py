@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from blocks.cli import exit_with
 from blocks.curves import plot_runs
+from blocks.errors import UsageError
 
 
 def main() -> None:
@@ -25,7 +27,10 @@ def main() -> None:
     parser.add_argument("--labels", nargs="*", help="one per run (default: the run folder's name)")
     parser.add_argument("--title", default=None)
     args = parser.parse_args()
-    print(f"wrote {plot_runs(args.runs, args.labels, args.out, args.title)}")
+    try:
+        print(f"wrote {plot_runs(args.runs, args.labels, args.out, args.title)}")
+    except UsageError as error:
+        exit_with(error)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from blocks.errors import UsageError
+
 from .conftest import REPO
 
 slow = pytest.mark.slow
@@ -262,8 +264,26 @@ def test_paired_comparison_finds_a_known_difference_and_resamples_board_sequence
     assert r["n"] == 400 and r["episodes"] == 20
     assert r["low"] < r["difference"] < r["high"] < 0 and r["difference"] == pytest.approx(-0.5, abs=0.1)
     assert compare.paired_difference(a, a, samples=200)["difference"] == 0.0
-    with pytest.raises(ValueError, match="same examples"):
+    with pytest.raises(UsageError, match="same examples"):
         compare.paired_difference(a, {"u0": a["u0"]})
+
+
+def test_the_comparison_names_a_missing_or_wrong_file_in_one_line(tmp_path, monkeypatch, capsys):
+    """A newcomer's slips: a path that is not there, or the metrics.json beside the episodes.csv."""
+    compare = _script("compare_episodes")
+    episodes = tmp_path / "episodes.csv"
+    episodes.write_text("uid,episode,error\nu0,0,1.5\nu1,1,2.0\n")
+    (tmp_path / "metrics.json").write_text('{"mean_error": 1.75}\n')
+    for wrong, message in [("nowhere.csv", "no such file"), ("metrics.json", "not an episodes.csv")]:
+        monkeypatch.setattr(sys, "argv", ["compare_episodes.py", str(tmp_path / wrong), str(episodes)])
+        with pytest.raises(SystemExit) as exit_:
+            compare.main()
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err == (
+            f"error: {tmp_path / wrong}: {message}"
+            f"{', no uid, episode and error columns' if wrong == 'metrics.json' else ''}"
+            " (eval.py writes one beside metrics.json)\n"
+        )
 
 
 def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, monkeypatch):
@@ -324,6 +344,28 @@ def test_the_curves_legend_sits_under_the_axis_labels_and_inside_the_figure(tmp_
     assert (
         len(figure.legends[0].get_texts()) == 12
     )  # each run's tuning line and its training-instruction line
+
+
+def test_the_curves_say_what_a_run_has_not_logged_yet(tmp_path, monkeypatch, capsys):
+    """A supervised run before its first validation has nothing to draw: one line says so, no empty figure.
+    After it, the panels it does not log (entropy) say so, and the legend still names the run."""
+    from blocks.curves import curves_figure
+
+    plot = _script("plot_curves")
+    run = tmp_path / "supervised"
+    (run / "csv" / "version_0").mkdir(parents=True)
+    metrics = run / "csv" / "version_0" / "metrics.csv"
+    metrics.write_text("epoch,step,train/loss\n0,19,4.5\n0,39,4.4\n")
+    monkeypatch.setattr(sys, "argv", ["plot_curves.py", str(run), "--out", str(tmp_path / "c.png")])
+    with pytest.raises(SystemExit) as exit_:
+        plot.main()
+    assert exit_.value.code == 2 and "nothing to plot yet" in capsys.readouterr().err
+    assert not (tmp_path / "c.png").exists()
+    metrics.write_text("epoch,step,train/loss,val/horizon_rate,val/mean_error\n0,19,4.5,,\n0,39,,0.6,5.9\n")
+    figure = curves_figure([run])
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["supervised"]
+    assert [t.get_text() for t in figure.axes[2].texts] == ["no train/entropy logged"]
+    assert not figure.axes[0].texts
 
 
 def test_the_shipped_read_and_plan_agent_acts_on_what_it_reads_and_beats_stop(corpus_root):

@@ -11,10 +11,22 @@ import csv
 
 import numpy as np
 
+from blocks.errors import UsageError
+
 
 def read(path: str) -> dict[str, tuple[int, float]]:
-    with open(path, encoding="utf-8") as handle:
-        return {row["uid"]: (int(row["episode"]), float(row["error"])) for row in csv.DictReader(handle)}
+    """An ``episodes.csv``'s error and board sequence per example (uid); a missing or other file is a UsageError."""
+    made_by = "eval.py writes one beside metrics.json"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file ({made_by})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not an episodes.csv ({made_by})") from None
+    if not rows or not {"uid", "episode", "error"} <= rows[0].keys():
+        raise UsageError(f"{path}: not an episodes.csv, no uid, episode and error columns ({made_by})")
+    return {row["uid"]: (int(row["episode"]), float(row["error"])) for row in rows}
 
 
 def paired_difference(
@@ -23,7 +35,7 @@ def paired_difference(
     """Mean error of b minus a over their shared examples, and a 95 % interval resampling corpus episodes."""
     shared = sorted(a.keys() & b.keys())
     if not shared or len(shared) != len(a) or len(shared) != len(b):
-        raise ValueError(
+        raise UsageError(
             f"the files must score the same examples ({len(a)} and {len(b)}, {len(shared)} shared)"
         )
     episodes = np.array([a[u][0] for u in shared])

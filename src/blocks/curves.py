@@ -88,12 +88,22 @@ def curves_figure(runs: list[Path | str], labels: list[str] | None = None, title
     labels = labels or [run_folders(run)[0].name for run in runs]
     panels = [("val/mean_error", "tuning mean error (block lengths)"), ("val/horizon_rate", "tuning horizon rate"),
               ("train/entropy", "policy entropy (nats)")]  # fmt: skip
+    read = [read_run(run) for run in runs]
+    drawn = {key for columns in read for key, _ in panels if not np.isnan(columns.get(key, np.nan)).all()}
+    if not drawn:  # a run before its first validation, and a learner that logs no entropy
+        raise UsageError(
+            f"{', '.join(map(str, runs))}: nothing to plot yet: no {' or '.join(k for k, _ in panels)} logged "
+            "(the tuning error comes with the first validation)"
+        )
     width = 5 * len(panels)
     figure, axes = plt.subplots(1, len(panels), figsize=(width, 3.6))
-    for run, label in zip(runs, labels, strict=True):
-        columns = read_run(run)
-        for axis, (key, heading) in zip(axes, panels, strict=True):
-            if key not in columns:
+    for axis, (key, heading) in zip(axes, panels, strict=True):
+        axis.set_title(heading)
+        if key not in drawn:
+            axis.text(0.5, 0.5, f"no {key} logged", ha="center", va="center", transform=axis.transAxes)
+    for columns, label in zip(read, labels, strict=True):
+        for axis, (key, _) in zip(axes, panels, strict=True):
+            if key not in columns or np.isnan(columns[key]).all():
                 continue
             rows, values = running_mean(columns, key, 20 if key == "train/entropy" else 1)  # noisy per update
             (line,) = axis.plot(frames_at(columns, rows) / 1e6, values, marker="o" if key.startswith("val") else None,
@@ -102,12 +112,15 @@ def curves_figure(runs: list[Path | str], labels: list[str] | None = None, title
                 rows, values = running_mean(columns, "train/rollout_error", 200)
                 axis.plot(frames_at(columns, rows) / 1e6, values, linestyle="--", color=line.get_color(),
                           linewidth=1, label=f"{label} (training instructions, sampled)")  # fmt: skip
-            axis.set_title(heading)
             if key == "val/horizon_rate":
                 axis.set_ylim(-0.05, 1.05)
             axis.set_xlabel("frames trained on (millions)")
             axis.grid(alpha=0.3)
-    handles, names = axes[0].get_legend_handles_labels()
+    lines: dict[str, Any] = {}  # every panel's lines, each name once (a panel may lack a run's line)
+    for axis in axes:
+        for handle, name in zip(*axis.get_legend_handles_labels(), strict=True):
+            lines.setdefault(name, handle)
+    names, handles = list(lines), list(lines.values())
     # As many legend columns as the longest name allows (about 13 characters an inch at this size), at most 4;
     # the figure grows by the legend's rows so that it sits under the axis labels.
     legend_columns = max(1, min(4, len(names), int(width * 13) // (max(map(len, names), default=1) + 6)))
