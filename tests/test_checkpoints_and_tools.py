@@ -693,3 +693,22 @@ def test_picture_path_tells_a_blind_network_from_a_seeing_one():
     with torch.no_grad():
         network.image_encoder.convs[2].bias.fill_(-1e6)
     assert probe.activity(network, images)[:2] == alive[:2] and probe.activity(network, images)[2] == 0.0
+
+
+def test_export_names_what_is_missing_in_one_line(tmp_path, capsys):
+    """A run that has not validated yet, a checkpoint that is not there: one line and exit 2, not a traceback."""
+    from blocks.runs.export import main
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    for argv, message in [
+        (["--best", str(run), str(tmp_path / "a.ckpt")], f"{run / 'checkpoints'}: no last.ckpt"),
+        (
+            [str(tmp_path / "none.ckpt"), str(tmp_path / "a.ckpt")],
+            f"{tmp_path / 'none.ckpt'}: no such checkpoint",
+        ),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2 and capsys.readouterr().err.startswith(f"error: {message}")
+    assert not (tmp_path / "a.ckpt").exists()
