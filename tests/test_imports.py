@@ -119,3 +119,16 @@ def test_make_install_brings_jupyter_for_the_notebooks():
         importlib.util.find_spec("jupyterlab") is not None
         and importlib.util.find_spec("nbclient") is not None
     )
+
+
+def test_every_data_file_the_package_reads_is_in_its_wheel():
+    """A file beside the code (the release picture's scene and labels, the demo's page) must be listed in
+    pyproject's package-data, or `pip install .` (not editable) installs the code without it."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    listed = tomllib.loads((SRC.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    data = [p for p in (SRC / "blocks").rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
+    assert data  # the scene file at least
+    for path in data:
+        package = ".".join(path.parent.relative_to(SRC).parts)
+        assert path.name in listed.get(package, []), f"{path.relative_to(SRC)} is not in package-data"
