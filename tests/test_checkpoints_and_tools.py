@@ -712,3 +712,20 @@ def test_export_names_what_is_missing_in_one_line(tmp_path, capsys):
             main(argv)
         assert exit_.value.code == 2 and capsys.readouterr().err.startswith(f"error: {message}")
     assert not (tmp_path / "a.ckpt").exists()
+
+
+def test_a_runs_record_names_the_versions_that_wrote_it():
+    """The dependencies are not pinned: each checkpoint's record keeps Python's and the packages' versions."""
+    import platform
+
+    import torch
+    from omegaconf import OmegaConf
+
+    from blocks.runs.record import PACKAGES, make_record
+
+    record = make_record(OmegaConf.create({"seed": 42, "data": {"render": "${oc.env:NOWHERE,flat}"}}))
+    assert record["config"]["data"]["render"] == "${oc.env:NOWHERE,flat}"  # interpolations kept, not resolved
+    environment = record["environment"]
+    assert set(environment) == {"python", "platform", *PACKAGES}
+    assert environment["python"] == platform.python_version() and environment["torch"] == torch.__version__
+    assert environment["numpy"] == np.__version__ and environment["blocks"] is not None

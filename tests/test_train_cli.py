@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -205,6 +206,10 @@ def test_resume_continues_the_run_as_recorded_and_refuses_a_contradiction(corpus
     run_train([f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_epochs=2"], tmp_path, corpus_root)
     last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
     assert last["epoch"] == 1 and last["run_record"]["config"]["data"]["max_train_examples"] == 8
+    assert (
+        last["run_record"]["environment"]["torch"] == torch.__version__
+    )  # the versions a seed repeats under
+    assert json.loads((run / "final_eval.json").read_text())["environment"]["numpy"] == np.__version__
     run_train([f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_epochs=3", "data.max_train_examples=16",
                "+resume.override=true"], tmp_path, corpus_root)  # fmt: skip
     last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)

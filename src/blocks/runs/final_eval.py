@@ -10,6 +10,7 @@ import pytorch_lightning as pl
 from omegaconf import DictConfig, OmegaConf
 
 from blocks.runs.checks import chosen_option
+from blocks.runs.record import environment
 
 
 def final_evaluation(
@@ -44,6 +45,7 @@ def final_evaluation(
         "global_step": trainer.global_step,  # with max_epochs: what a rerun compares to skip a finished run
         "max_epochs": trainer.max_epochs,
         **summarize(results),
+        "environment": environment(),  # the versions a rerun of the seed needs to repeat it
     }
     output = Path(cfg.paths.output_dir)
     (output / "final_eval.json").write_text(json.dumps(record, indent=2) + "\n")

@@ -77,8 +77,33 @@ def _given() -> list[str]:
 
 
 def make_record(cfg: DictConfig) -> dict[str, Any]:
-    """What a checkpoint keeps of its run: the configuration as composed (interpolations kept), the groups chosen."""
-    return {"config": OmegaConf.to_container(cfg, resolve=False), "choices": _choices()}
+    """What a checkpoint keeps of its run: the configuration as composed (interpolations kept), the groups chosen,
+    the installed versions that wrote it."""
+    return {
+        "config": OmegaConf.to_container(cfg, resolve=False),
+        "choices": _choices(),
+        "environment": environment(),
+    }
+
+
+# The packages a run's numbers depend on. The dependencies are not pinned, and a seed repeats its run only under
+# the same versions: SUPERVISED seed 42 on the release's pictures, retrained under a later install with the same
+# code, left the recorded run at its 20th update (docs/experiments/release-pictures.md section 11).
+PACKAGES = ("blocks", "torch", "numpy", "pytorch-lightning", "opencv-python-headless", "pillow", "hydra-core")
+
+
+def environment() -> dict[str, str | None]:
+    """Python, the platform and the installed versions of ``PACKAGES`` (None: not installed)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str | None] = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 class RunRecord(pl.Callback):

@@ -1,0 +1,5 @@
+"""``python -m blocks.bench <env|train|demo>``."""
+
+from blocks.bench import main
+
+main()

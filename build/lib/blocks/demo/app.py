@@ -1,0 +1,319 @@
+"""What the demo page asks of the package, without HTTP: the boards, the agents, one episode as pictures.
+
+Everything the page sends is checked here and refused with a :class:`DemoError` whose message the page shows as
+it is. Agents are chosen by name from a fixed list, so nothing the page sends becomes a path.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from blocks.agents.baselines import Agent, RandomAgent, StopAgent, episode_seeds
+from blocks.corpus.loader import Example, load_split
+from blocks.corpus.text import Vocabulary, tokenize
+from blocks.episode import Episode, run_episode
+from blocks.errors import UsageError
+from blocks.render.camera import Camera
+from blocks.render.factory import make_renderer
+from blocks.world.geometry import BLOCK_SIDE, NUM_DIRECTIONS, STOP
+
+MAX_CHARACTERS = 1000  # the corpus's longest instruction has 383
+SCALE = 4  # the page shows the agent's 120-pixel picture four times as large, pixels kept square
+BLUE, PINK, ORANGE = (40, 90, 235), (230, 40, 160), (245, 140, 20)  # RGB: moved block, gold goal, agent's aim
+
+
+class DemoError(Exception):
+    """A request the page should show as a message: the user's input, or an agent whose files are missing."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """An agent the page offers: ``files`` under the checkpoints folder, ``build`` makes it from their paths."""
+
+    label: str
+    files: tuple[str, ...]
+    build: Callable[[list[Path]], Agent]
+
+
+def _read_and_plan(paths: list[Path]) -> Agent:
+    from blocks.agents.reader import ReadAndPlanAgent
+
+    return ReadAndPlanAgent.from_checkpoints(str(paths[0]), str(paths[1]))  # conf/agent/read_and_plan.yaml's
+
+
+def _policy(paths: list[Path]) -> Agent:
+    from blocks.agents.policy import PolicyAgent
+
+    return PolicyAgent.from_checkpoint(str(paths[0]))  # greedy, as eval.py's agent=policy
+
+
+AGENTS: dict[str, AgentSpec] = {
+    "read_and_plan": AgentSpec(
+        "Read and plan (ours): read the board, predict the goal, plan the path",
+        ("board_reader.ckpt", "goal_predictor.ckpt"),
+        _read_and_plan,
+    ),
+    "approach": AgentSpec(
+        "The paper's approach (contextual bandit after supervised start)",
+        ("paper/approach_onpolicy_seed42.ckpt",),
+        _policy,
+    ),
+    "supervised": AgentSpec(
+        "SUPERVISED (the paper's imitation baseline)", ("paper/supervised_seed1.ckpt",), _policy
+    ),
+    "stop": AgentSpec("STOP (stops at once)", (), lambda _: StopAgent()),
+    "random": AgentSpec("RANDOM (uniform moves until it samples STOP)", (), lambda _: RandomAgent()),
+}
+
+
+def png_data_url(image: np.ndarray) -> str:
+    """An RGB image as a ``data:`` URL the page can show without another request."""
+    ok, encoded = cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
+    if not ok:
+        raise RuntimeError("PNG encoding failed")
+    return "data:image/png;base64," + base64.b64encode(encoded.tobytes()).decode("ascii")
+
+
+def gold_block(example: Example) -> int:
+    """The block the corpus's instruction moves: the one whose goal is away from its start."""
+    return int(np.argmax(np.linalg.norm(example.task.goal - example.task.start, axis=1)))
+
+
+class DemoApp:
+    """The corpus split the page shows, and the agents it offers (loaded on first use, then kept)."""
+
+    def __init__(
+        self,
+        data_root: Path | str | None = None,
+        checkpoints: Path | str = "checkpoints",
+        split: str = "dev",
+        seed: int = 0,
+    ):
+        self.data_root = data_root
+        self.split = split
+        self.examples = load_split(split, data_root)  # a missing corpus fails here, in one line
+        self.checkpoints = Path(checkpoints)
+        self.seed = seed
+        self._agents: dict[str, Agent] = {}
+        self._renderers: dict[tuple[str, int], Any] = {}
+        self._lock = threading.Lock()  # agents keep an episode's state: one episode at a time
+
+    # -- what the page lists ------------------------------------------------------------------------------------
+
+    def missing(self, name: str) -> str | None:
+        """Why agent ``name`` cannot run, in one line; None when its files are all there."""
+        absent = [f for f in AGENTS[name].files if not (self.checkpoints / f).is_file()]
+        if not absent:
+            return None
+        return (
+            f"{', '.join(str(self.checkpoints / f) for f in absent)} not found: the shipped checkpoints come with a "
+            f"clone of the repository (run the demo from its root, or give checkpoints=<folder>)"
+        )
+
+    def agents(self) -> list[dict[str, Any]]:
+        return [
+            {"name": name, "label": spec.label, "available": self.missing(name) is None,
+             "missing": self.missing(name)}
+            for name, spec in AGENTS.items()
+        ]  # fmt: skip
+
+    def index(self, value: Any) -> int:
+        """A board index from the page: an integer in range, or ``"random"``."""
+        if isinstance(value, str) and value.strip().lower() == "random":
+            return random.randrange(len(self.examples))
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise DemoError(f"board index must be a whole number from 0 to {len(self.examples) - 1}")
+        try:
+            index = int(value)
+        except ValueError:
+            raise DemoError(
+                f"board index {str(value)[:40]!r} is not a whole number: choose 0 to {len(self.examples) - 1}"
+            ) from None
+        if not 0 <= index < len(self.examples):
+            raise DemoError(
+                f"board index {index} is out of range: the {self.split} split has {len(self.examples)} "
+                f"examples, 0 to {len(self.examples) - 1}"
+            )
+        return index
+
+    def board(self, value: Any) -> dict[str, Any]:
+        """A board's start picture (as the read-and-plan agent sees it) and the corpus's instruction for it."""
+        index = self.index(value)
+        example = self.examples[index]
+        frame = self.renderer("flat", 120).render_board(example.task.start, example.decoration == "logo")
+        return {
+            "index": index,
+            "count": len(self.examples),
+            "split": self.split,
+            "instruction": example.instruction,
+            "decoration": example.decoration,
+            "image": png_data_url(enlarge(frame)),
+        }
+
+    # -- one episode ----------------------------------------------------------------------------------------------
+
+    def agent(self, name: Any) -> Agent:
+        if not isinstance(name, str) or name not in AGENTS:
+            raise DemoError(f"unknown agent {str(name)[:40]!r}; choose one of {', '.join(AGENTS)}")
+        why = self.missing(name)
+        if why is not None:
+            raise DemoError(f"agent {name} cannot run: {why}")
+        if name not in self._agents:
+            try:
+                self._agents[name] = AGENTS[name].build([self.checkpoints / f for f in AGENTS[name].files])
+            except UsageError as error:  # a checkpoint that is not what it should be: the loader's own words
+                raise DemoError(f"agent {name} cannot run: {error}") from None
+        return self._agents[name]
+
+    def renderer(self, kind: str, size: int):
+        if (kind, size) not in self._renderers:
+            self._renderers[kind, size] = make_renderer(kind, self.data_root, size)
+        return self._renderers[kind, size]
+
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One episode of ``request["agent"]`` on board ``request["index"]`` following ``request["instruction"]``:
+        its frames (enlarged, the moved block ringed, the gold goal drawn when the instruction is the corpus's),
+        its steps in words and, for the corpus's instruction, its final error as ``eval.py`` measures it."""
+        if not isinstance(request, dict):
+            raise DemoError(
+                'send a JSON object: {"index": 0, "instruction": "...", "agent": "read_and_plan"}'
+            )
+        unknown = set(request) - {"index", "instruction", "agent"}
+        if unknown:
+            raise DemoError(f"unknown field(s) {sorted(unknown)}; send index, instruction and agent")
+        index = self.index(request.get("index", 0))
+        example = self.examples[index]
+        instruction = check_instruction(request.get("instruction", example.instruction))
+        name = request.get("agent", "read_and_plan")
+        started = time.perf_counter()
+        with self._lock:
+            agent = self.agent(name)
+            renderer = self.renderer(getattr(agent, "render", "flat"), getattr(agent, "image_size", 120))
+            seed = episode_seeds(self.seed, 1, first=index)  # example ``index``'s seed in eval.py seed=0
+            episode = run_episode(agent, example.task, instruction, renderer, seed=seed)
+            aim = _aim(agent)
+        corpus = instruction.strip() == example.instruction.strip()
+        notes = word_notes(instruction, vocabularies(agent), mends=_mends(agent))
+        frames = draw_episode(episode, gold_goal=example.task.goal[gold_block(example)] if corpus else None,
+                              aim=aim)  # fmt: skip
+        return {
+            "agent": name,
+            "label": AGENTS[name].label,
+            "index": index,
+            "instruction": instruction,
+            "corpus_instruction": corpus,
+            "frames": [png_data_url(f) for f in frames],
+            "steps": ["start", *describe_steps(episode)],
+            "error": round(episode.error, 4) if corpus else None,
+            "notes": notes,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+
+
+def check_instruction(text: Any) -> str:
+    """The instruction as the page sent it, or a :class:`DemoError` saying what is wrong with it."""
+    if not isinstance(text, str):
+        raise DemoError("the instruction must be text")
+    if not text.strip():
+        raise DemoError("type an instruction, or press 'Corpus instruction' to take the board's own")
+    if len(text) > MAX_CHARACTERS:
+        raise DemoError(
+            f"the instruction has {len(text):,} characters; the agents read at most {MAX_CHARACTERS:,} "
+            f"(the corpus's longest has 383)"
+        )
+    if not tokenize(text):
+        raise DemoError(
+            "the instruction has no words the agents can read (they read English words and numbers, "
+            "not symbols or emoji)"
+        )
+    return text
+
+
+def vocabularies(agent: Agent) -> list[Vocabulary]:
+    return list(getattr(agent, "vocabularies", []))
+
+
+def _mends(agent: Agent) -> bool:
+    from blocks.agents.reader import ReadAndPlanAgent
+
+    return isinstance(agent, ReadAndPlanAgent)  # it reads unknown words as Vocabulary.mend says
+
+
+def word_notes(text: str, vocabs: list[Vocabulary], mends: bool = False) -> list[str]:
+    """What the page should tell about how the agent reads ``text``: the characters it skips (emoji, symbols)
+    and the words it never saw in training (read as unknown, or as the known words they stand for)."""
+    notes = []
+    kept = set("".join(tokenize(text)))
+    skipped = sorted({c for c in text.lower() if not c.isspace() and c not in kept and not c.isascii()})
+    if skipped:
+        notes.append(f"skipped (not words): {' '.join(skipped)}")
+    if not vocabs:
+        return notes
+    vocab = vocabs[0]
+    unknown = list(dict.fromkeys(t for t in tokenize(text) if t not in vocab))
+    if unknown:
+        read = []
+        for word in unknown[:20]:
+            mended = vocab.mend(word) if mends else []
+            read.append(f"{word} (read as {' '.join(mended)})" if mended and mended != [word] else word)
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        notes.append(
+            f"words this agent never saw in training: {', '.join(read)}{more}; the rest it reads as unknown"
+        )
+    return notes
+
+
+def describe_steps(episode: Episode) -> list[str]:
+    """Each action in words, a move that left the board as it was marked as blocked."""
+    steps = []
+    for t, (action, text) in enumerate(zip(episode.actions, episode.describe(), strict=True)):
+        blocked = action != STOP and np.array_equal(episode.positions[t], episode.positions[t + 1])
+        steps.append(f"{text} (blocked)" if blocked else text)
+    return steps
+
+
+def _aim(agent: Agent) -> np.ndarray | None:
+    """Where a read-and-plan agent last aimed the block it moves (board coordinates), None for other agents."""
+    perceived = getattr(agent, "perceived", None)
+    return None if not perceived else np.asarray(perceived["goal"][0], float)
+
+
+def enlarge(frame: np.ndarray) -> np.ndarray:
+    return cv2.resize(frame, None, fx=SCALE, fy=SCALE, interpolation=cv2.INTER_NEAREST)
+
+
+def draw_episode(
+    episode: Episode, gold_goal: np.ndarray | None = None, aim: np.ndarray | None = None
+) -> list[np.ndarray]:
+    """The episode's frames enlarged: a blue ring round the block the last action moved, a pink ring where the
+    corpus says it should end (``gold_goal``), an orange cross where a read-and-plan agent aimed (``aim``)."""
+    camera = Camera(episode.frames[0].shape[0])
+    radius = int(round(camera.pixels_per_unit(BLOCK_SIDE) * BLOCK_SIDE * SCALE * 0.75))
+
+    def pixel(point: np.ndarray) -> tuple[int, int]:
+        row, column = camera.project(np.float64(point[0]), np.float64(point[1]), BLOCK_SIDE)
+        return int(round(float(column) * SCALE)), int(round(float(row) * SCALE))
+
+    frames = []
+    for t, frame in enumerate(episode.frames):
+        big = np.ascontiguousarray(enlarge(frame))
+        if gold_goal is not None:
+            cv2.circle(big, pixel(gold_goal), radius, PINK, 3, cv2.LINE_AA)
+        if aim is not None and math.isfinite(float(aim.sum())):
+            cv2.drawMarker(big, pixel(aim), ORANGE, cv2.MARKER_CROSS, radius, 3, cv2.LINE_AA)
+        if t > 0 and episode.actions[t - 1] != STOP:
+            block = episode.actions[t - 1] // NUM_DIRECTIONS
+            cv2.circle(big, pixel(episode.positions[t][block]), radius, BLUE, 3, cv2.LINE_AA)
+        frames.append(big)
+    return frames

@@ -1,0 +1,196 @@
+"""Run an agent over every example of a split and measure it (section 7 of docs/environment.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from blocks import set_torch_threads
+from blocks.agents.baselines import Agent, episode_seeds
+from blocks.corpus.loader import Example
+from blocks.world.geometry import HORIZON
+from blocks.world.metrics import EpisodeResult, summarize
+from blocks.world.rewards import RewardConfig
+from blocks.world.vector_env import Frames, VectorBlocksEnv
+
+_NO_REWARD = RewardConfig(problem=False, f1=False, f2=False)  # evaluation needs no reward, nor plans for F2
+
+
+def run_episodes(
+    agent: Agent,
+    examples: Sequence[Example],
+    batch_size: int = 64,
+    seed: int = 0,
+    render_frames: Frames | None = None,
+    horizon: int = HORIZON,
+    progress: bool = True,
+    on_step: Callable[[VectorBlocksEnv, np.ndarray], None] | None = None,
+) -> list[EpisodeResult]:
+    """One episode per example, ``batch_size`` boards at a time; the evaluation is reward-free.
+
+    Example ``i`` of the split gets its own seed from ``(seed, i)``, so that a figure depends on the seed alone,
+    not on ``batch_size``.
+    """
+    if agent.needs_images and render_frames is None:
+        raise ValueError(f"{type(agent).__name__} needs images: pass render_frames")
+    env = VectorBlocksEnv(
+        reward=_NO_REWARD, horizon=horizon, render_frames=render_frames if agent.needs_images else None
+    )
+    results: list[EpisodeResult] = []
+    with tqdm(total=len(examples), desc=f"evaluate {type(agent).__name__}", disable=not progress) as bar:
+        for start in range(0, len(examples), batch_size):
+            batch = examples[start : start + batch_size]
+            observation, _ = env.reset([x.task for x in batch])
+            seeds = episode_seeds(seed, len(batch), first=start)
+            agent.begin([x.task for x in batch], seed=seeds, instructions=[x.instruction for x in batch])
+            while not env.all_done:
+                actions = agent.act(observation)
+                observation, *_ = env.step(actions)
+                if on_step is not None:
+                    on_step(env, actions)
+            results.extend(env.results())
+            bar.update(len(batch))
+    return results
+
+
+def evaluate(agent: Agent, examples: Sequence[Example], **kwargs) -> dict[str, float | int]:
+    """The summary figures (mean/median error and min distance, steps, horizon and goal rates)."""
+    return summarize(run_episodes(agent, examples, **kwargs))
+
+
+def write_episodes(
+    path: str | os.PathLike, examples: Sequence[Example], results: Sequence[EpisodeResult]
+) -> None:
+    """One CSV row per episode (uid, corpus episode, then every :class:`EpisodeResult` field), so that two agents
+    can be compared example by example (``scripts/compare_episodes.py``)."""
+    import csv
+    from dataclasses import asdict
+
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["uid", "episode", *asdict(results[0])])
+        for example, result in zip(examples, results, strict=True):
+            writer.writerow([example.uid, example.episode, *asdict(result).values()])
+
+
+def evaluate_split(
+    agent: Agent,
+    split: str,
+    output: str | os.PathLike,
+    root: str | None = None,
+    limit: int | None = None,
+    record: dict | None = None,
+    image_size: int = 120,
+    **kwargs,
+) -> dict:
+    """``agent`` over the first ``limit`` examples of ``split``: the figures (after ``split`` and ``record``'s
+    fields) go to ``output/metrics.json``, every episode to ``output/episodes.csv``; returns the figures.
+    ``kwargs`` go to :func:`run_episodes`."""
+    import json
+
+    from blocks.corpus.loader import load_split
+
+    examples = load_split(split, root)[:limit]
+    render_frames = None
+    if agent.needs_images:
+        from blocks.render.factory import make_renderer
+
+        picture = getattr(agent, "render", "flat")  # what the agent learnt from, recorded in its checkpoint
+        render_frames = make_renderer(picture, root, getattr(agent, "image_size", image_size)).render
+    results = run_episodes(agent, examples, render_frames=render_frames, **kwargs)
+    figures = {"split": split, **(record or {}), **summarize(results)}
+    if agent.needs_images:
+        figures["picture"] = picture
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "metrics.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_episodes(output / "episodes.csv", examples, results)
+    return figures
+
+
+@contextlib.contextmanager
+def claim_folder(folder: str | os.PathLike) -> Iterator[None]:
+    """Hold ``folder`` for one evaluation: a second one started into it while the first runs is refused (one line),
+    instead of both writing there and leaving one's figures beside the other's configuration. A claim whose
+    process is gone (a killed run) is taken over."""
+    from blocks.errors import UsageError
+
+    lock = Path(folder) / ".evaluating"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            handle = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            owner = lock.read_text().strip() if lock.exists() else ""
+            if owner.isdigit() and _alive(int(owner)):
+                raise UsageError(
+                    f"{folder}: another evaluation (process {owner}) is writing its results there; give this one "
+                    f"its own folder (hydra.run.dir=...)"
+                ) from None
+            lock.unlink(missing_ok=True)  # left by a process that is gone
+            continue
+        os.write(handle, str(os.getpid()).encode())
+        os.close(handle)
+        break
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _own_configuration(cfg) -> None:
+    """Write this run's configuration beside its figures again: a refused run started into the same folder has
+    already had Hydra write its own there."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    folder = Path(cfg.paths.output_dir) / ".hydra"
+    if HydraConfig.initialized() and folder.is_dir():
+        OmegaConf.save(cfg, folder / "config.yaml")
+        OmegaConf.save(OmegaConf.create(list(HydraConfig.get().overrides.task)), folder / "overrides.yaml")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # PermissionError: alive, someone else's
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def evaluate_from_config(cfg) -> dict[str, float | int | str]:
+    """What ``eval.py`` does: build the agent, run the split, print and save the figures as JSON.
+
+    The last line on stdout is the JSON object; the same object goes to ``metrics.json`` in the run folder, and
+    every episode's figures to ``episodes.csv`` beside it.
+    """
+    import json
+
+    import hydra
+
+    from blocks.cli import EVAL_INTEGERS, check_integers
+
+    check_integers(cfg, EVAL_INTEGERS)
+    set_torch_threads()
+    with claim_folder(cfg.paths.output_dir):
+        agent = hydra.utils.instantiate(cfg.agent)
+        name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
+        learnt = getattr(agent, "render", None)
+        if learnt is not None and learnt != cfg.data.get("render", "flat"):
+            print(f"{name}: its checkpoint learnt from data.render={learnt} pictures; evaluated on them, "
+                  f"not on data.render={cfg.data.render}", file=sys.stderr, flush=True)  # fmt: skip
+        record = evaluate_split(
+            agent, cfg.split, cfg.paths.output_dir, cfg.data.root, cfg.get("limit"), {"agent": name},
+            cfg.data.image_size, batch_size=cfg.batch_size, seed=cfg.seed, progress=cfg.progress,
+        )  # fmt: skip
+        _own_configuration(cfg)
+    print(json.dumps(record), flush=True)
+    return record

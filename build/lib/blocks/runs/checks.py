@@ -1,0 +1,90 @@
+"""A run's configuration checked before anything loads: each bad value is one line naming its key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from blocks.cli import TRAIN_INTEGERS, check_integers, check_keys
+from blocks.errors import CheckpointError, ConfigError, positive_number
+from blocks.model.checkpoint import load_file, network_options
+from blocks.render.factory import check_render, render_of
+
+
+def chosen_option(group: str) -> str | None:
+    """The option picked for a config group (``model=bandit`` -> ``bandit``), when Hydra composed the config."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return HydraConfig.get().runtime.choices.get(group) if HydraConfig.initialized() else None
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Fail fast, naming the key, before anything slow starts."""
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise ConfigError(f"{', '.join(missing)}: required, no value given (see the config's comment)")
+    check_integers(cfg, TRAIN_INTEGERS)
+    for key in cfg.get("requires") or []:  # an experiment's stage needs the one before it
+        if OmegaConf.select(cfg, key) in (None, ""):
+            experiment = chosen_option("experiment") or "this experiment"
+            raise ConfigError(f"{key}: required by experiment={experiment}, no value given (see its comment)")
+    check_devices(cfg)
+    if "render" in cfg.data:
+        check_render(cfg.data.render)
+    for key in ("model.lr", "pretrain.lr"):  # nan, inf or a word: one line now, not a crash after an update
+        if OmegaConf.select(cfg, key) is not None:
+            positive_number(OmegaConf.select(cfg, key), key)
+    check_keys(cfg.model, "model", chosen_option("model"), given=("vocabulary",))
+    check_keys(cfg.data, "data", chosen_option("data"))
+    if "network" in cfg.model:
+        network_options(OmegaConf.to_container(cfg.model.network, resolve=True), source="config")
+    learner = hydra.utils.get_class(cfg.model._target_)
+    if not getattr(learner, "supervised_start", True) and cfg.pretrain.epochs > 0:
+        raise ConfigError(
+            f"model={chosen_option('model') or learner.__name__} learns from scratch (it imitates the demonstrations "
+            f"itself): set pretrain.epochs=0, not {cfg.pretrain.epochs}"
+        )
+    teachers = OmegaConf.select(cfg, "model.teachers") or []
+    for key, path in [
+        ("ckpt_path", None if cfg.get("ckpt_path") in ("last", "auto") else cfg.get("ckpt_path")),
+        ("model.init_checkpoint", OmegaConf.select(cfg, "model.init_checkpoint")),
+        ("pretrain.checkpoint", OmegaConf.select(cfg, "pretrain.checkpoint")),
+        *(("model.teachers", t) for t in teachers),
+    ]:
+        if path and not Path(path).is_file():
+            raise CheckpointError(f"{key}={path}: no such checkpoint file")
+        if (
+            path
+            and key in ("model.init_checkpoint", "pretrain.checkpoint", "ckpt_path")
+            and "render" in cfg.data
+        ):
+            check_picture(key, path, cfg.data.render)
+
+
+def check_picture(key: str, path: str, render: str) -> None:
+    """A run goes on from weights that learnt from the picture it draws: a network trained on one picture reads
+    the other as noise (docs/experiments/release-pictures.md)."""
+    record = load_file(path, mmap=True).get("hyper_parameters") or {}
+    learnt = render_of(record)
+    if "vocabulary" in record and learnt != render:
+        raise ConfigError(
+            f"{key}={path}: its network learnt from data.render={learnt} pictures, this run draws "
+            f"data.render={render}; start from a checkpoint trained on {render}, or set data.render={learnt}"
+        )
+
+
+def check_devices(cfg: DictConfig) -> None:
+    """``trainer=gpu`` on a machine without one, or ``trainer.devices=0``: one line, not Lightning's traceback."""
+    devices = OmegaConf.select(cfg, "trainer.devices")
+    if isinstance(devices, int) and not isinstance(devices, bool) and devices < 1:
+        raise ConfigError(f"trainer.devices={devices}: at least 1 (or auto)")
+    if str(OmegaConf.select(cfg, "trainer.accelerator")) in ("gpu", "cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                "trainer.accelerator=gpu (trainer=gpu): this machine has no GPU that torch can use; "
+                "train on the CPU with trainer=cpu"
+            )

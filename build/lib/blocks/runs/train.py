@@ -1,0 +1,78 @@
+"""What ``train.py`` does: check the config, compose the objects it names, pretrain if asked, fit, evaluate."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import hydra
+import pytorch_lightning as pl
+from omegaconf import DictConfig, OmegaConf
+
+from blocks import set_torch_threads
+from blocks.cli import accepted_keys
+from blocks.runs.checks import check_config
+from blocks.runs.final_eval import final_evaluation
+from blocks.runs.pretrain import supervised_start
+from blocks.runs.record import RunRecord, make_record, restore_hydra_record, resumed_config
+from blocks.runs.resume import finished_record, resume_path, stopped_pretraining
+
+log = logging.getLogger(__name__)
+
+
+def _instantiate_all(group: DictConfig | None) -> list[Any]:
+    return [hydra.utils.instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]
+
+
+def name_checkpoints_by_step(cfg: DictConfig) -> None:
+    """Put the step in the checkpoint file name when the run validates more than once an epoch: with one name
+    per epoch every validation would overwrite the one before (no version counter), the tune-best among them."""
+    checkpoint = OmegaConf.select(cfg, "callbacks.model_checkpoint")
+    interval = OmegaConf.select(cfg, "trainer.val_check_interval")
+    if checkpoint is None or interval is None or (isinstance(interval, float) and interval == 1.0):
+        return
+    if "{step" not in checkpoint.filename:
+        checkpoint.filename = f"{checkpoint.filename}_step_{{step:06d}}"
+        log.info("trainer.val_check_interval=%s: checkpoints named %s", interval, checkpoint.filename)
+
+
+def train(cfg: DictConfig) -> dict[str, float]:
+    """Fit the configured learner, then evaluate its selected checkpoint; returns the last logged metrics."""
+    check_config(cfg)
+    ckpt_path = resume_path(cfg)
+    recorded = ckpt_path or stopped_pretraining(cfg)
+    if recorded:  # go on with the run's own configuration, not with what this command line alone composes
+        cfg = resumed_config(cfg, recorded)
+        restore_hydra_record(cfg)
+        check_config(cfg)
+    name_checkpoints_by_step(cfg)
+    set_torch_threads(cfg.get("threads"))
+    finished = finished_record(cfg, ckpt_path)
+    if finished is not None:
+        log.info("%s: finished and evaluated already (final_eval.json); nothing to do", cfg.paths.output_dir)
+        return {k: float(v) for k, v in finished.items() if isinstance(v, (int, float))}
+    pl.seed_everything(cfg.seed, workers=True)
+
+    datamodule = hydra.utils.instantiate(cfg.data)
+    extra: dict[str, Any] = {}
+    if "vocabulary" in (accepted_keys(cfg.model._target_) or ()):  # the learners that read instructions
+        extra["vocabulary"] = datamodule.vocabulary.to_list()
+    if (
+        "init_checkpoint" in cfg.model and not cfg.model.init_checkpoint and not ckpt_path
+    ):  # a rollout learner
+        extra["init_checkpoint"] = supervised_start(cfg, extra["vocabulary"])
+        pl.seed_everything(cfg.seed, workers=True)
+    model = hydra.utils.instantiate(cfg.model, **extra, _convert_="all")
+    if "render" in cfg.data:
+        model.hparams["render"] = cfg.data.render  # the record names the picture it learnt from
+
+    trainer: pl.Trainer = hydra.utils.instantiate(
+        cfg.trainer,
+        callbacks=[*_instantiate_all(cfg.get("callbacks")), RunRecord(make_record(cfg))],
+        logger=_instantiate_all(cfg.get("logger")),
+    )
+    trainer.fit(model, datamodule, ckpt_path=ckpt_path, weights_only=True)
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    log.info("final metrics: %s", metrics)
+    final_evaluation(cfg, trainer, model)
+    return metrics
