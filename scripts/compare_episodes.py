@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from blocks.cli import exit_with
+from blocks.cli import user_errors
 from blocks.compare import paired_difference, read
-from blocks.errors import UsageError
 
 
 def main() -> None:
@@ -21,10 +20,8 @@ def main() -> None:
     parser.add_argument("a")
     parser.add_argument("b")
     args = parser.parse_args()
-    try:
+    with user_errors():
         r = paired_difference(read(args.a), read(args.b))
-    except UsageError as error:
-        exit_with(error)
     print(
         f"{r['n']} examples on {r['episodes']} board sequences: mean error a {r['mean_a']:.3f}, b {r['mean_b']:.3f}; "
         f"b - a = {r['difference']:+.3f} (95 % interval {r['low']:+.3f} to {r['high']:+.3f}); "

@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from blocks.cli import exit_with
+from blocks.cli import user_errors
 from blocks.curves import plot_runs
-from blocks.errors import UsageError
 
 
 def main() -> None:
@@ -27,10 +26,8 @@ def main() -> None:
     parser.add_argument("--labels", nargs="*", help="one per run (default: the run folder's name)")
     parser.add_argument("--title", default=None)
     args = parser.parse_args()
-    try:
+    with user_errors():
         print(f"wrote {plot_runs(args.runs, args.labels, args.out, args.title)}")
-    except UsageError as error:
-        exit_with(error)
 
 
 if __name__ == "__main__":

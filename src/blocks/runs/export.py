@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
-from blocks.cli import exit_with
-from blocks.errors import CheckpointError, UsageError
+from blocks.cli import user_errors
+from blocks.errors import CheckpointError
 from blocks.model.checkpoint import load_file
 
 NETWORKS = ("policy.", "reader.", "predictor.")  # what a learner holds that acting needs (no metric states)
@@ -109,28 +109,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--average", nargs=2, type=int, metavar=("FIRST", "LAST"),
                         help="export the mean weights of the run's epochs FIRST to LAST")  # fmt: skip
     args = parser.parse_args(argv)
-    try:
-        _export(args.source, args.destination, args.best, args.average)
-    except UsageError as error:
-        exit_with(error)
-
-
-def _export(source: str, destination: str, best: bool, epochs: list[int] | None) -> None:
-    """What ``main`` does, printing as it goes; a user's mistake raises a UsageError."""
-    if epochs:
-        path = average(source, *epochs, destination)
-        print(f"wrote {path}: {load_file(path)['exported_from']}")
-        return
-    if best:
-        name, scored = monitored(source), validations(source)
-        for path, score in scored:
-            print(f"{path.name}: {name} {score:.4g}")
-        source, score = min(
-            scored, key=lambda item: item[1]
-        )  # best_checkpoint, without reading the run again
-        print(f"best: {source.name} ({score:.4g}; the first of equal scores)")
-    path = export(source, destination)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    source = args.source
+    with user_errors():
+        if args.average:
+            path = average(source, *args.average, args.destination)
+            print(f"wrote {path}: {load_file(path)['exported_from']}")
+            return
+        if args.best:
+            name, scored = monitored(source), validations(source)
+            for path, score in scored:
+                print(f"{path.name}: {name} {score:.4g}")
+            source, score = min(
+                scored, key=lambda item: item[1]
+            )  # best_checkpoint, without reading the run again
+            print(f"best: {source.name} ({score:.4g}; the first of equal scores)")
+        path = export(source, args.destination)
+        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 
 if __name__ == "__main__":
