@@ -158,6 +158,14 @@ def test_picture_pinned():
     assert hashlib.sha256(images.tobytes()).hexdigest()[:16] == "439d5d24a7015809"
 
 
+def test_logo_picture_pinned(corpus_root):
+    """The same on logo boards (their textures come with the corpus): logos, ink and light as trained on."""
+    positions = np.random.default_rng(0).uniform(-1.2, 1.2, (4, MAX_BLOCKS, 2))
+    logo = [True, False, True, True]
+    images = ReleaseRenderer(corpus_root).render(positions, np.ones((4, MAX_BLOCKS), bool), logo)
+    assert hashlib.sha256(images.tobytes()).hexdigest()[:16] == "23fea95b6498c66e"
+
+
 def test_torch_world_draws_the_same_pictures(release):
     rng = np.random.default_rng(1)
     positions = rng.uniform(-1.0, 1.0, (3, MAX_BLOCKS, 2))

@@ -164,12 +164,24 @@ def label_glyphs() -> np.ndarray:
     return strip.reshape(r, MAX_BLOCKS, r).transpose(1, 0, 2).astype(np.float32) / 255.0
 
 
-def _sample(texture: np.ndarray, which: np.ndarray, s: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Nearest texel of ``texture[which]`` at (column s, row t) in [0, 1]; 0 outside."""
-    r = texture.shape[-1]
+def _texels(resolution: int, s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where (column s, row t) in [0, 1] falls: inside or not, and the nearest texel's row and column."""
     inside = (s >= 0) & (s < 1) & (t >= 0) & (t < 1)
-    col = np.clip((s * r).astype(np.int64), 0, r - 1)
-    row = np.clip((t * r).astype(np.int64), 0, r - 1)
+    col = np.clip((s * resolution).astype(np.int64), 0, resolution - 1)
+    row = np.clip((t * resolution).astype(np.int64), 0, resolution - 1)
+    return inside, row, col
+
+
+def _sample(
+    texture: np.ndarray,
+    which: np.ndarray,
+    s: np.ndarray | None = None,
+    t: np.ndarray | None = None,
+    texels: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Nearest texel of ``texture[which]`` at (column s, row t) in [0, 1] (or at ``texels``, from ``_texels``, when
+    several textures are read at the same places); 0 outside."""
+    inside, row, col = texels if texels is not None else _texels(texture.shape[-1], s, t)
     return np.where(inside, texture[which, row, col], 0.0)
 
 
@@ -218,7 +230,7 @@ def rasterize(
         depth = CAMERA_HEIGHT - h
         return du * depth + CAMERA_X_OFFSET, dv * depth
 
-    x_top, z_top = at(scene.top)
+    x_top, z_top = at(scene.top)  # (M, 1, P*S) and (M, P*S, 1): a ray's column fixes x, its row z
     hit_top = (np.abs(x_top - xc3) <= half) & (np.abs(z_top - zc3) <= half)
     # the sides facing the camera's axis: a ray meets the plane x = xs at depth (xs - x0) / du
     xs = xc3 - np.sign(xc3 - CAMERA_X_OFFSET) * half
@@ -233,62 +245,85 @@ def rasterize(
     prefer_x = hit_x & (~hit_z | (hx >= hz))
     hit_z &= ~prefer_x
     hit_x = prefer_x
-    depth_x = (scene.top - hx) / (scene.top - scene.bottom)  # 0 at the top edge, 1 at the bottom
-    depth_z = (scene.top - hz) / (scene.top - scene.bottom)
-    # texture coordinates (column s, row t) of each face: the top as seen, a side's texture along its top edge
-    s_top, t_top = (x_top - xc3) / BLOCK_SIDE + 0.5, 0.5 - (z_top - zc3) / BLOCK_SIDE
-    s_x, t_x = np.where(hit_x, depth_x, 0.0), np.where(hit_x, 0.5 - (z_at_hx - zc3) / BLOCK_SIDE, 0.0)
-    s_z, t_z = np.where(hit_z, (x_at_hz - xc3) / BLOCK_SIDE + 0.5, 0.0), np.where(hit_z, depth_z, 0.0)
-    s = np.where(hit_top, s_top, np.where(hit_x, s_x, s_z))
-    t = np.where(hit_top, t_top, np.where(hit_x, t_x, t_z))
-    is_logo = np.broadcast_to(logo[:, None, None], hit_top.shape)
     hit = hit_top | hit_x | hit_z
-    # digit labels: text at the label plane, drawn over everything
+    # digit labels: text at the label plane, drawn over everything (logo boards have none)
     x_lab, z_lab = at(scene.label)
     s_lab = (x_lab - xc3) / (2 * label_half) + 0.5
     t_lab = 0.5 - (z_lab - zc3) / (2 * label_half)
-    text = np.where(is_logo, 0.0, _sample(labels, b3, s_lab, t_lab))
-    # colours only where a sample meets the block or its label: the rest of a patch stays empty
-    where = np.nonzero(hit | (text > 0))
-    block = np.broadcast_to(b3, hit.shape)[where]
-    logo_k = is_logo[where]
-    ink = np.where(logo_k, _sample(logo_alpha, block, s[where], t[where]), 0.0)
-    light = np.where(logo_k, _sample(logo_light, block, s[where], t[where]), 0.0)
-    nu = np.broadcast_to(u / view.width * 2 - 1, hit.shape)[where]
-    nv = np.broadcast_to(v / view.height * 2 - 1, hit.shape)[where]
+    text = np.zeros(hit.shape, labels.dtype)  # in the textures' precision, as the label's blend below
+    digits = np.flatnonzero(~logo)
+    text[digits] = _sample(labels, b3[digits], s_lab[digits], t_lab[digits])
+    # From here on only the samples that meet the block or its label, K of them, in the patches' row-major order.
+    drawn = (hit | (text > 0)).reshape(-1)
+    flat = np.flatnonzero(drawn)
+    k_m, k_row, k_col = np.unravel_index(flat, hit.shape)
+    hit_top_k, hit_x_k, hit_z_k = (a.reshape(-1)[flat] for a in (hit_top, hit_x, hit_z))
+    hit_k, text_k = hit.reshape(-1)[flat], text.reshape(-1)[flat]
+    xc_k, zc_k, block, logo_k = xc[k_m], zc[k_m], blocks[k_m], logo[k_m]
+    # texture coordinates (column s, row t) of each face: the top as seen, a side's texture along its top edge
+    # a side's depth below its top edge: 0 at the top edge, 1 at the bottom
+    depth_x = (scene.top - hx[k_m, 0, k_col]) / (scene.top - scene.bottom)
+    depth_z = (scene.top - hz[k_m, k_row, 0]) / (scene.top - scene.bottom)
+    s_top = (x_top[k_m, 0, k_col] - xc_k) / BLOCK_SIDE + 0.5
+    t_top = 0.5 - (z_top[k_m, k_row, 0] - zc_k) / BLOCK_SIDE
+    s_x = np.where(hit_x_k, depth_x, 0.0)
+    t_x = np.where(hit_x_k, 0.5 - (z_at_hx.reshape(-1)[flat] - zc_k) / BLOCK_SIDE, 0.0)
+    s_z = np.where(hit_z_k, (x_at_hz.reshape(-1)[flat] - xc_k) / BLOCK_SIDE + 0.5, 0.0)
+    t_z = np.where(hit_z_k, depth_z, 0.0)
+    s = np.where(hit_top_k, s_top, np.where(hit_x_k, s_x, s_z))
+    t = np.where(hit_top_k, t_top, np.where(hit_x_k, t_x, t_z))
+    # logo ink and its light parts; digit boards' faces have none
+    ink, light = np.zeros(len(flat), logo_alpha.dtype), np.zeros(len(flat), logo_light.dtype)
+    on_logo = np.flatnonzero(logo_k)
+    texels = _texels(logo_alpha.shape[-1], s[on_logo], t[on_logo])
+    ink[on_logo] = _sample(logo_alpha, block[on_logo], texels=texels)
+    light[on_logo] = _sample(logo_light, block[on_logo], texels=texels)
+    nu = (u / view.width * 2 - 1)[k_m, 0, k_col]
+    nv = (v / view.height * 2 - 1)[k_m, k_row, 0]
     # each sample's face kind: FACE_KEYS[index], its colour linear in the image position
-    sign_x = np.broadcast_to(np.sign(xc3 - CAMERA_X_OFFSET), hit.shape)[where]
-    sign_z = np.broadcast_to(np.sign(zc3), hit.shape)[where]
-    side = np.where(hit_x[where], 1 + (sign_x < 0), 3 + (sign_z < 0))  # x+, x-, z+, z-
-    index = np.where(hit_top[where], 0, side) + np.where(logo_k, 0, len(FACE_KINDS))
-    coef = np.asarray([scene.faces[key] for key in FACE_KEYS])[index]  # (K, 3, 3)
-    base = coef[..., 0] + nu[..., None] * coef[..., 1] + nv[..., None] * coef[..., 2]
-    ink_colour = np.where(logo_k[..., None], np.asarray(scene.ink["logo"]), np.asarray(scene.ink["digit"]))
-    inked = ink_colour + light[..., None] * (np.asarray(scene.ink_white) - ink_colour)
-    shade = base + ink[..., None] * (inked - base)
-    hit_k, text_k = hit[where], text[where]
-    colour_k = np.where(hit_k[..., None], np.clip(shade, 0, 255), 0.0)
-    colour_k = colour_k * (1 - text_k[..., None]) + text_k[..., None] * np.asarray(scene.ink["digit"])
+    sign_x = np.sign(xc_k - CAMERA_X_OFFSET)
+    sign_z = np.sign(zc_k)
+    side = np.where(hit_x_k, 1 + (sign_x < 0), 3 + (sign_z < 0))  # x+, x-, z+, z-
+    index = np.where(hit_top_k, 0, side) + np.where(logo_k, 0, len(FACE_KINDS))
+    coef = np.asarray([scene.faces[key] for key in FACE_KEYS])  # (faces, 3 channels, 3 terms)
+    base = np.empty((len(flat), 3))
+    for c in range(3):  # a channel at a time from tables of ten: cheaper than gathering (K, 3) rows
+        constant, along_u, along_v = (np.take(coef[:, c, j], index) for j in range(3))
+        base[:, c] = constant + nu * along_u + nv * along_v
+    # ink over the face colour, on logo samples only (with no ink a face keeps its colour exactly)
+    shade = base
+    logo_ink = np.asarray(scene.ink["logo"])
+    inked = logo_ink + light[on_logo, None] * (np.asarray(scene.ink_white) - logo_ink)
+    shade[on_logo] = base[on_logo] + ink[on_logo, None] * (inked - base[on_logo])
+    colour_k = np.where(hit_k[:, None], np.clip(shade, 0, 255), 0.0)
+    labelled = np.flatnonzero(text_k > 0)  # the label over the face (elsewhere the colour stays as it is)
+    colour_k[labelled] = (colour_k[labelled] * (1 - text_k[labelled, None])
+                          + text_k[labelled, None] * np.asarray(scene.ink["digit"]))  # fmt: skip
     coverage_k = np.maximum(hit_k.astype(np.float64), text_k)
+
+    # a pixel's value is the mean of its S x S samples: summed in the samples' row-major order, as a mean over
+    # the full sample grid would (a sample not drawn adds 0), so the bytes are those of that mean
+    pixel = (k_m * p + k_row // samples) * p + k_col // samples
+
+    def pool_k(values: np.ndarray) -> np.ndarray:
+        total = np.bincount(pixel, weights=values, minlength=m * p * p)
+        return (total / samples**2).reshape(m, p, p)
 
     def pool(a: np.ndarray) -> np.ndarray:
         return a.reshape(m, p, samples, p, samples, *a.shape[3:]).mean(axis=(2, 4))
 
-    def spread(values: np.ndarray) -> np.ndarray:
-        full = np.zeros(hit.shape + values.shape[1:], np.float64)
-        full[where] = values
-        return full
-
-    coverage = spread(coverage_k)
+    premultiplied = colour_k * coverage_k[:, None]
     result = {
         "origin": np.stack([r0, c0], axis=1),
-        "colour": pool(spread(colour_k * coverage_k[..., None])),
-        "coverage": pool(coverage),
+        "colour": np.stack([pool_k(premultiplied[:, c]) for c in range(3)], axis=-1),
+        "coverage": pool_k(coverage_k),
     }
     if faces_out:
+        ink_full, light_full = np.zeros(hit.size), np.zeros(hit.size)
+        ink_full[flat], light_full[flat] = ink, light * ink
         result["faces"] = pool(np.stack([hit_top, hit_x, hit_z, text > 0.5], axis=-1).astype(np.float64))
-        result["ink"] = pool(np.maximum(spread(ink) * hit, text))
-        result["light"] = pool(spread(light * ink) * hit)
+        result["ink"] = pool(np.maximum(ink_full.reshape(hit.shape) * hit, text))
+        result["light"] = pool(light_full.reshape(hit.shape) * hit)
     return result
 
 
