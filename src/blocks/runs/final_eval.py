@@ -10,7 +10,7 @@ import pytorch_lightning as pl
 from omegaconf import DictConfig, OmegaConf
 
 from blocks.runs.checks import chosen_option
-from blocks.runs.record import environment
+from blocks.runs.record import RunRecord, environment
 
 
 def final_evaluation(
@@ -47,6 +47,11 @@ def final_evaluation(
         **summarize(results),
         "environment": environment(),  # the versions a rerun of the seed needs to repeat it
     }
+    installs = [
+        i for c in trainer.callbacks if isinstance(c, RunRecord) for i in c.record.get("installs", [])
+    ]
+    if len(installs) > 1:  # resumed under other versions: from which step each install trained
+        record["installs"] = installs
     output = Path(cfg.paths.output_dir)
     (output / "final_eval.json").write_text(json.dumps(record, indent=2) + "\n")
     write_episodes(output / "episodes.csv", examples, results)

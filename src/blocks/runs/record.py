@@ -78,12 +78,28 @@ def _given() -> list[str]:
 
 def make_record(cfg: DictConfig) -> dict[str, Any]:
     """What a checkpoint keeps of its run: the configuration as composed (interpolations kept), the groups chosen,
-    the installed versions that wrote it."""
+    the installed versions that wrote it (``environment``) and every install the run has run under (``installs``,
+    each with the step it started at; :class:`RunRecord` carries them over a resume)."""
+    now = environment()
     return {
         "config": OmegaConf.to_container(cfg, resolve=False),
         "choices": _choices(),
-        "environment": environment(),
+        "environment": now,
+        "installs": [{"from_step": 0, **now}],
     }
+
+
+def carried_installs(checkpoint: dict[str, Any], now: dict[str, Any]) -> list[dict[str, Any]]:
+    """The installs of a run resumed from ``checkpoint`` under ``now``: the checkpoint's list (or its one recorded
+    ``environment``), ``now`` added at the checkpoint's step when it differs from the last, since a seed repeats
+    only under the same versions. A checkpoint written before records named versions has none to carry."""
+    record = checkpoint.get(RECORD_KEY) or {}
+    earlier = list(record.get("installs") or [])
+    if not earlier and record.get("environment"):
+        earlier = [{"from_step": 0, **record["environment"]}]
+    if earlier and {k: v for k, v in earlier[-1].items() if k != "from_step"} == now:
+        return earlier
+    return [*earlier, {"from_step": int(checkpoint.get("global_step", 0)), **now}]
 
 
 # The packages a run's numbers depend on. The dependencies are not pinned, and a seed repeats its run only under
@@ -111,6 +127,10 @@ class RunRecord(pl.Callback):
 
     def __init__(self, record: dict[str, Any]):
         self.record = record
+
+    def on_load_checkpoint(self, trainer: pl.Trainer, module: pl.LightningModule, checkpoint: dict) -> None:
+        # a resumed run: the installs it ran under before stay named in its record
+        self.record = {**self.record, "installs": carried_installs(checkpoint, self.record["environment"])}
 
     def on_save_checkpoint(self, trainer: pl.Trainer, module: pl.LightningModule, checkpoint: dict) -> None:
         checkpoint[RECORD_KEY] = self.record
