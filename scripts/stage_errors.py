@@ -37,7 +37,7 @@ from blocks.corpus.loader import SPLITS, load_split
 from blocks.corpus.text import Vocabulary
 from blocks.data.boards import board_batch, corpus_boards
 from blocks.data.goals import goal_batch
-from blocks.data.relabel import BOARD_PLACE_WORDS, LabelWords
+from blocks.data.relabel import LabelWords
 from blocks.evaluate import run_episodes
 from blocks.learn.goal import goal_errors
 from blocks.learn.perception import location_accuracy
@@ -125,7 +125,7 @@ def main() -> None:
 
 KINDS = {
     "alignment": r"\b(line|lined|lines|row|column|even|level|aligned|align|same)\b",
-    "board_edges": rf"\b({'|'.join(BOARD_PLACE_WORDS)})\b",
+    "board_edges": r"\b(edge|corner|center|centre|middle|very|square|board|page|grid|screen|table)\b",
     # "2 block spaces", "one block length"; not "the 6 block", a digit board's label
     "counted_steps": r"\b(\d+|one|two|three|four|five|six|half)\s+(block\s+)?"
     r"(space|spaces|square|squares|length|lengths|unit|units|step|steps)\b",

@@ -22,13 +22,6 @@ import torch
 from blocks.model.policy import pad_token_ids
 from blocks.world.geometry import MAX_BLOCKS
 
-# Words that name a place of the board itself rather than of a block ("the bottom edge", "the top left corner",
-# "the very middle of the table"); singular forms, lower case. The goal stage's instruction kinds
-# (scripts/stage_errors.py) and the goal learner's keep_board_places read them.
-BOARD_PLACE_WORDS: tuple[str, ...] = (
-    "edge", "corner", "center", "centre", "middle", "very", "square", "board", "page", "grid", "screen", "table",
-)  # fmt: skip
-
 # The corpus's spellings of each logo's name (first words; lower case, as tokenised), in LOGO_NAMES order.
 LOGO_WORDS: tuple[tuple[str, ...], ...] = (
     ("adidas", "adidias"),

@@ -16,7 +16,7 @@ import pytorch_lightning as pl
 import torch
 from torchmetrics import CatMetric
 
-from blocks.data.relabel import BOARD_PLACE_WORDS, LabelWords, relabel
+from blocks.data.relabel import LabelWords, relabel
 from blocks.errors import ConfigError, positive_number
 from blocks.model.goal_predictor import GoalPredictor, combine_readings, goal_losses
 
@@ -59,7 +59,6 @@ class GoalLearner(pl.LightningModule):
         relabel: float = 0.0,
         axis_references: bool = False,
         text_encoder: str | None = None,
-        keep_board_places: bool = False,
     ):
         super().__init__()
         lr = positive_number(lr, "model.lr")
@@ -78,15 +77,6 @@ class GoalLearner(pl.LightningModule):
             len(vocabulary), word_dim, dim, heads, layers, dropout, axis_references, text_encoder, vocabulary
         )
         self.label_words = LabelWords(vocabulary) if relabel else None
-        # The words that name the board's own places (its edges, corners, centre): an instruction using one has a
-        # goal fixed to the board, which a shift of the blocks must not carry along.
-        place_ids = [
-            i
-            for i, w in enumerate(vocabulary)
-            if w in BOARD_PLACE_WORDS or w.removesuffix("s") in BOARD_PLACE_WORDS
-        ]
-        self.register_buffer("board_place_ids", torch.tensor(place_ids if keep_board_places else [], dtype=torch.long),
-                             persistent=False)  # fmt: skip
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -96,14 +86,10 @@ class GoalLearner(pl.LightningModule):
         # Against learning the training layouts by heart: each board (with its goal) shifted as a whole by up to
         # ``translate`` block lengths, and every block jittered by ``position_noise``; with ``relabel``, the labels
         # of a board's blocks exchanged, in the words too. The board's centre stays put: shifted with the blocks
-        # it trained far worse (docs/experiments/goal-stage.md). With ``keep_board_places``, boards whose words
-        # name one of the board's own places are not shifted: their goal does not move with the blocks.
+        # it trained far worse (docs/experiments/goal-stage.md).
         if self.label_words is not None:
             batch = relabel(batch, self.label_words, self.hparams.relabel)
         shift = self.hparams.translate * (2 * torch.rand(len(batch["goal"]), 1, 2, device=self.device) - 1)
-        if len(self.board_place_ids):
-            names_place = torch.isin(batch["tokens"], self.board_place_ids).any(-1)
-            shift = shift * (~names_place)[:, None, None]
         positions = (
             batch["positions"] + shift + self.hparams.position_noise * torch.randn_like(batch["positions"])
         )
