@@ -259,7 +259,9 @@ def test_a_bad_training_value_is_one_line_naming_the_key(override):
         check_config(composed("experiment=smoke", override))
 
 
-@pytest.mark.parametrize("override", ["batch_size=0", "limit=abc", "limit=0", "limit=-1", "seed=abc"])
+@pytest.mark.parametrize(
+    "override", ["batch_size=0", "limit=abc", "limit=0", "limit=-1", "seed=abc", "threads=0"]
+)
 def test_a_bad_evaluation_value_is_one_line_naming_the_key(override):
     from blocks.cli import EVAL_INTEGERS, check_integers
 

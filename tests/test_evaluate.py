@@ -59,7 +59,7 @@ def test_random_is_repeatable_with_a_seed(two_block_task):
 def test_eval_command_prints_and_writes_json(corpus_root, tmp_path):
     env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "eval.py", "agent=stop", "split=dev", "progress=false"],
+        [sys.executable, "eval.py", "agent=stop", "split=dev", "progress=false", "threads=1"],  # threads as train.py
         cwd=REPO, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     record = json.loads(out.stdout.strip().splitlines()[-1])

@@ -144,6 +144,7 @@ TRAIN_INTEGERS: dict[str, tuple[int | None, bool]] = {
 }
 EVAL_INTEGERS: dict[str, tuple[int | None, bool]] = {
     "seed": (None, False),
+    "threads": (1, True),
     "batch_size": (1, False),
     "limit": (1, True),
 }

@@ -179,7 +179,7 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
     from blocks.cli import EVAL_INTEGERS, check_integers
 
     check_integers(cfg, EVAL_INTEGERS)
-    set_torch_threads()
+    set_torch_threads(cfg.get("threads"))
     with claim_folder(cfg.paths.output_dir):
         agent = hydra.utils.instantiate(cfg.agent)
         name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
