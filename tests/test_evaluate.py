@@ -70,6 +70,17 @@ def test_eval_command_prints_and_writes_json(corpus_root, tmp_path):
     assert json.loads(metrics.read_text()) == record
 
 
+def test_eval_of_read_and_plan_finds_the_shipped_checkpoints_by_itself(corpus_root, tmp_path):
+    """The documented command names no checkpoint: the agent's defaults are the shipped reader and goal network."""
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "eval.py", "agent=read_and_plan", "split=dev", "limit=3", "progress=false"],
+        cwd=REPO, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    record = json.loads(out.stdout.strip().splitlines()[-1])
+    assert record["agent"] == "read_and_plan" and record["n"] == 3
+
+
 def test_eval_command_rejects_unknown_agent():
     out = subprocess.run(
         [sys.executable, "eval.py", "agent=oracle"], cwd=REPO, capture_output=True, text=True
