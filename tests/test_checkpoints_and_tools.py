@@ -780,3 +780,27 @@ def test_a_resumed_run_keeps_the_installs_it_ran_under(tmp_path):
     fit(3, str(tmp_path / "elsewhere.ckpt"))
     installs = torch.load(tmp_path / "epoch3.ckpt", weights_only=False)[RECORD_KEY]["installs"]
     assert installs == [{"from_step": 0, **older}, {"from_step": 8, **now}]
+
+
+@pytest.mark.parametrize("name", ["supervised_release_render.ckpt", "approach_release_render.ckpt"])
+def test_the_shipped_networks_on_the_releases_pictures_name_them_and_beat_stop_there(corpus_root, name):
+    """checkpoints/paper/*_release_render.ckpt (docs/experiments/release-pictures.md): each records the picture it
+    learnt from, so evaluation draws the release's pictures without being told; there it ends nearer the goals than
+    STOP and than on the flat picture, on real dev boards."""
+    from blocks.agents.baselines import StopAgent
+    from blocks.agents.policy import PolicyAgent
+    from blocks.corpus import load_split
+    from blocks.evaluate import evaluate
+    from blocks.render.factory import make_renderer
+
+    agent = PolicyAgent.from_checkpoint(str(SHIPPED / "paper" / name))
+    assert agent.render == "release"
+    examples = load_split("dev", corpus_root)[:32]
+    error = {
+        picture: evaluate(
+            agent, examples, render_frames=make_renderer(picture, corpus_root).render, progress=False
+        )["mean_error"]
+        for picture in ("release", "flat")
+    }
+    assert error["release"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 0.3
+    assert error["release"] < error["flat"] - 0.3  # the picture matters, so the recorded one must be drawn
