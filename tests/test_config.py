@@ -320,6 +320,20 @@ def test_eval_help_lists_the_agents_and_no_training_group():
     assert "experiment:" not in out.stdout and "model:" not in out.stdout and "ablation:" not in out.stdout
 
 
+def test_help_piped_into_a_reader_that_stops_early_ends_quietly():
+    """``python eval.py --help | head -1``: the closed pipe is not reported as an unwritable run folder."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "eval.py", "--help"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    process.stdout.close()  # gone before the command writes its first line
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 1
+    assert "run's folder" not in stderr and "Traceback" not in stderr and "Broken pipe" not in stderr
+
+
 def test_a_record_written_before_the_learn_split_names_the_classes_at_their_new_homes():
     """Runs recorded when the data modules lived in blocks.learn resume with the same classes from blocks.data."""
     import hydra

@@ -74,6 +74,11 @@ def run(main: Callable[[], Any]) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises what it cannot compose, so it can be judged here
     try:
         main()
+    except BrokenPipeError:
+        # The reader went away (``python eval.py --help | head``): end quietly as other command-line tools do,
+        # with stdout pointed at nothing so that the interpreter's final flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
     except Exception as error:
         if os.environ.get(_SHOW) == "1":
             raise
