@@ -334,6 +334,17 @@ def test_help_piped_into_a_reader_that_stops_early_ends_quietly():
     assert "run's folder" not in stderr and "Traceback" not in stderr and "Broken pipe" not in stderr
 
 
+@pytest.mark.parametrize("module, flag", [("blocks.demo", "--help"), ("blocks.animate", "-h")])
+def test_the_key_value_commands_answer_help_with_their_usage(module, flag):
+    """``python -m blocks.demo --help`` prints how to call it and exits 0, not 'options are key=value'."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", module, flag], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0 and f"python -m {module}" in out.stdout
+    assert "key=value" not in out.stderr
+
+
 def test_a_record_written_before_the_learn_split_names_the_classes_at_their_new_homes():
     """Runs recorded when the data modules lived in blocks.learn resume with the same classes from blocks.data."""
     import hydra

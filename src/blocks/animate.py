@@ -17,7 +17,7 @@ import numpy as np
 from omegaconf import OmegaConf
 from PIL import Image
 
-from blocks.cli import user_errors
+from blocks.cli import help_if_asked, user_errors
 from blocks.episode import Episode
 from blocks.errors import ConfigError
 
@@ -146,5 +146,6 @@ def main(argv: list[str]) -> Path:
 
 
 if __name__ == "__main__":
+    help_if_asked(sys.argv[1:], __doc__)
     with user_errors():
         main(sys.argv[1:])

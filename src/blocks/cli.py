@@ -50,6 +50,14 @@ def one_line(error: BaseException) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+def help_if_asked(argv: list[str], doc: str) -> None:
+    """``-h`` or ``--help`` among a key=value command's arguments: print its usage (``doc``) and exit 0, as a
+    newcomer expects, rather than refuse the argument as malformed."""
+    if "-h" in argv or "--help" in argv:
+        print(doc.strip())
+        raise SystemExit(0)
+
+
 def exit_with(error: BaseException) -> NoReturn:
     print(f"error: {one_line(error)}", file=sys.stderr, flush=True)
     raise SystemExit(2) from None

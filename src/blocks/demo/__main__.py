@@ -12,7 +12,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from blocks.cli import user_errors
+from blocks.cli import help_if_asked, user_errors
 from blocks.errors import ConfigError
 
 DEFAULTS = {
@@ -80,5 +80,6 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    help_if_asked(sys.argv[1:], __doc__)
     with user_errors():
         main(sys.argv[1:])
