@@ -334,7 +334,9 @@ def test_help_piped_into_a_reader_that_stops_early_ends_quietly():
     assert "run's folder" not in stderr and "Traceback" not in stderr and "Broken pipe" not in stderr
 
 
-@pytest.mark.parametrize("module, flag", [("blocks.demo", "--help"), ("blocks.animate", "-h")])
+@pytest.mark.parametrize(
+    "module, flag", [("blocks.demo", "--help"), ("blocks.animate", "-h"), ("blocks.render", "--help")]
+)
 def test_the_key_value_commands_answer_help_with_their_usage(module, flag):
     """``python -m blocks.demo --help`` prints how to call it and exits 0, not 'options are key=value'."""
     import subprocess

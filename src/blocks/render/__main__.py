@@ -11,7 +11,7 @@ from pathlib import Path
 import cv2
 from omegaconf import OmegaConf
 
-from blocks.cli import user_errors
+from blocks.cli import help_if_asked, user_errors
 from blocks.corpus.download import default_data_root
 from blocks.corpus.loader import load_split
 from blocks.errors import ConfigError
@@ -54,5 +54,6 @@ def main(argv: list[str]) -> list[Path]:
 
 
 if __name__ == "__main__":
+    help_if_asked(sys.argv[1:], __doc__)
     with user_errors():
         main(sys.argv[1:])
