@@ -8,7 +8,6 @@ python -m blocks.animate agent=read_and_plan reader=<r.ckpt> goal=<g.ckpt> split
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import numpy as np
 from omegaconf import OmegaConf
 from PIL import Image
 
-from blocks.cli import help_if_asked, user_errors
+from blocks.cli import run_key_value
 from blocks.episode import Episode
 from blocks.errors import ConfigError
 
@@ -146,6 +145,4 @@ def main(argv: list[str]) -> Path:
 
 
 if __name__ == "__main__":
-    help_if_asked(sys.argv[1:], __doc__)
-    with user_errors():
-        main(sys.argv[1:])
+    run_key_value(main, __doc__)

@@ -50,12 +50,15 @@ def one_line(error: BaseException) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
-def help_if_asked(argv: list[str], doc: str) -> None:
-    """``-h`` or ``--help`` among a key=value command's arguments: print its usage (``doc``) and exit 0, as a
-    newcomer expects, rather than refuse the argument as malformed."""
+def run_key_value(main: Callable[[list[str]], Any], doc: str) -> None:
+    """Call a key=value command's ``main`` on the command line's arguments: ``-h`` or ``--help`` prints its usage
+    (``doc``) and exits 0, as a newcomer expects; a user's mistake is one line (:func:`user_errors`)."""
+    argv = sys.argv[1:]
     if "-h" in argv or "--help" in argv:
         print(doc.strip())
         raise SystemExit(0)
+    with user_errors():
+        main(argv)
 
 
 def exit_with(error: BaseException) -> NoReturn:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from blocks.cli import help_if_asked, user_errors
+from blocks.cli import run_key_value
 from blocks.errors import ConfigError
 
 DEFAULTS = {
@@ -80,6 +80,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    help_if_asked(sys.argv[1:], __doc__)
-    with user_errors():
-        main(sys.argv[1:])
+    run_key_value(main, __doc__)

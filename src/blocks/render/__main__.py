@@ -5,13 +5,12 @@ python -m blocks.render split=dev index=0 [out=logs/render] [scale=4] [data_root
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import cv2
 from omegaconf import OmegaConf
 
-from blocks.cli import help_if_asked, user_errors
+from blocks.cli import run_key_value
 from blocks.corpus.download import default_data_root
 from blocks.corpus.loader import load_split
 from blocks.errors import ConfigError
@@ -54,6 +53,4 @@ def main(argv: list[str]) -> list[Path]:
 
 
 if __name__ == "__main__":
-    help_if_asked(sys.argv[1:], __doc__)
-    with user_errors():
-        main(sys.argv[1:])
+    run_key_value(main, __doc__)
