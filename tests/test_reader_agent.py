@@ -380,13 +380,18 @@ def test_stage_errors_splits_the_goal_error_by_size_and_by_the_instructions_word
     assert record["counted_steps"]["share"] == 0.25  # "the 6 block" alone is a label, not a count
 
 
-def test_a_pretrained_encoder_reads_the_words_frozen_unsaved_and_once_per_instruction(monkeypatch):
+def test_a_pretrained_encoder_reads_the_words_frozen_unsaved_and_once_per_instruction(monkeypatch, capfd):
     """The option's encoder tells left from right (the pruned word-vector table could not), is neither trained
-    nor written into the predictor's weights, and reads an instruction seen before from its cache."""
+    nor written into the predictor's weights, reads an instruction seen before from its cache, and loads without
+    a progress bar on stderr."""
+    from transformers.utils import logging as transformers_logging
+
     from blocks.model.goal_predictor import goal_losses
 
     words = ["<pad>", "<unk>", "move", "the", "bmw", "left", "right", "of", "toyota"]
     predictor = GoalPredictor(len(words), dim=16, heads=2, layers=1, text_encoder="minilm", vocabulary=words)
+    assert "Loading weights" not in capfd.readouterr().err
+    assert transformers_logging.is_progress_bar_enabled()  # only while loading
     assert not any("encoder" in key or "bert" in key for key in predictor.state_dict())
     assert sum(p.numel() for p in predictor.parameters()) < 200_000  # the encoder's 22.7 M are not among them
     left, right = [2, 3, 4, 5, 7, 3, 8], [2, 3, 4, 6, 7, 3, 8]

@@ -45,11 +45,19 @@ class PretrainedText(nn.Module):
             raise ConfigError(f"model.text_encoder must be one of {ENCODERS} or null, got {name!r}")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
 
         folder = _minilm_folder()
         self.words = ["", "[UNK]", *vocabulary[2:]]  # ids 0 and 1 are padding and UNK in every vocabulary
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        encoder = AutoModel.from_pretrained(folder).eval().requires_grad_(False)
+        # Loading the weights would draw a progress bar on stderr each time an agent or a checkpoint is loaded.
+        bars = transformers_logging.is_progress_bar_enabled()
+        transformers_logging.disable_progress_bar()
+        try:
+            encoder = AutoModel.from_pretrained(folder).eval().requires_grad_(False)
+        finally:
+            if bars:
+                transformers_logging.enable_progress_bar()
         self._encoder = [encoder]  # a list: not a submodule, so neither trained, moved by .to() nor saved
         self.cache: dict[tuple[int, ...], torch.Tensor] = {}
         self.cache_limit = cache_limit
