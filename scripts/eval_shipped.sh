@@ -27,9 +27,13 @@ for m in $paper_rows; do
   run ${m}_ensemble agent=policy "ckpt_path=[checkpoints/paper/${m}_seed42.ckpt,checkpoints/paper/${m}_seed1.ckpt,checkpoints/paper/${m}_seed2.ckpt]"
 done
 run supervised_release_render agent=policy ckpt_path=checkpoints/paper/supervised_release_render.ckpt  # draws the release's pictures
+run approach_release_render agent=policy ckpt_path=checkpoints/paper/approach_release_render.ckpt  # the same
 run bandit_ensemble agent=policy "ckpt_path=[$(ls checkpoints/bandit_ensemble/*.ckpt | paste -sd,)]"
 run oracle_planner agent=oracle_planner ckpt_path=checkpoints/oracle_planner.ckpt
 run distill agent=policy ckpt_path=checkpoints/distill.ckpt
 run read_and_plan agent=read_and_plan agent.reader=checkpoints/board_reader.ckpt agent.goal=checkpoints/goal_predictor.ckpt
+seven=checkpoints/goal_predictor.ckpt
+for g in minilm_seed1 minilm_seed3 minilm_seed4 relabel seed5 norelabel; do seven+=,checkpoints/goal_predictor_$g.ckpt; done
+run read_and_plan_seven agent=read_and_plan agent.reader=checkpoints/board_reader.ckpt "agent.goal=[$seven]"
 run spo agent=policy ckpt_path=checkpoints/spo.ckpt
 run spo_release_world agent=policy ckpt_path=checkpoints/spo_release_world.ckpt
