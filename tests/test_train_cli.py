@@ -337,6 +337,10 @@ def test_spo_rolls_out_batches_on_the_device_on_two_processes(corpus_root, tmp_p
         (["model.lr=abc"], "error: model.lr must be a finite number above 0, got 'abc'"),
         (["trainer.devices=0"], "error: trainer.devices=0: at least 1"),
         (["data.render=glossy"], "error: data.render='glossy': unknown picture; one of flat, release"),
+        (
+            ["ckpt_path=logs/seed=2/last.ckpt"],
+            """error: ckpt_path=logs/seed=2/last.ckpt: a value holding '=' must be quoted, as in 'ckpt_path="logs/""",
+        ),
     ],
 )
 def test_a_users_mistake_is_one_line_and_exit_status_2(args, message, corpus_root, tmp_path):

@@ -50,6 +50,21 @@ def one_line(error: BaseException) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+def quoting_hint(error: BaseException) -> BaseException:
+    """Hydra's override grammar reads a second ``=`` in a value as a syntax error ("mismatched input '='"), which
+    names no override; a path under a sweep's folder (``seed=2/``) has one. Name the override and its quoting."""
+    from hydra.errors import OverrideParseException
+
+    if isinstance(error, OverrideParseException):
+        for arg in sys.argv[1:]:
+            key, _, value = arg.partition("=")
+            if "=" in value and value[0] not in "'\"":
+                return ConfigError(
+                    f"{arg}: a value holding '=' must be quoted, as in '{key}=\"{value}\"' ({one_line(error)})"
+                )
+    return error
+
+
 def run_key_value(main: Callable[[list[str]], Any], doc: str) -> None:
     """Call a key=value command's ``main`` on the command line's arguments: ``-h`` or ``--help`` prints its usage
     (``doc``) and exits 0, as a newcomer expects; a user's mistake is one line (:func:`user_errors`)."""
@@ -104,7 +119,7 @@ def run(main: Callable[[], Any]) -> None:
             )
         if usage is None:
             raise
-        exit_with(usage)
+        exit_with(quoting_hint(usage))
 
 
 def accepted_keys(target: str) -> set[str] | None:
