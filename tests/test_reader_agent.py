@@ -337,31 +337,6 @@ def test_axis_references_start_as_one_softmax_and_learn_a_column_and_a_row_from_
     assert (column == 1).float().mean() > 0.9 and (row == 2).float().mean() > 0.9
 
 
-def test_relative_bias_starts_as_the_plain_network_learns_from_offsets_and_loads_back(tmp_path):
-    from blocks.learn.goal import GoalLearner
-    from blocks.model.checkpoint import load_goal_predictor
-
-    torch.manual_seed(0)
-    learner = GoalLearner(WORDS, dim=32, heads=2, layers=2, relative_bias=True)
-    biased = learner.predictor.eval()
-    plain = GoalPredictor(len(WORDS), dim=32, heads=2, layers=2, dropout=0.1).eval()
-    plain.load_state_dict({k: v for k, v in biased.state_dict().items() if not k.startswith("relative.")})
-    batch = _line_up_batch(16, 0)
-    for a, b in zip(_predict(biased, batch), _predict(plain, batch), strict=True):
-        assert torch.allclose(a, b, atol=1e-6)  # the bias starts at zero
-    with torch.no_grad():
-        biased.relative[0][-1].bias.copy_(torch.tensor([3.0, -3.0]))
-        biased.relative[0][-1].weight.normal_()
-    _, goals, _ = _predict(biased, batch)
-    # The offsets now change the reading.
-    assert not torch.allclose(goals, _predict(plain, batch)[1], atol=1e-3)
-    torch.save({"state_dict": learner.state_dict(), "hyper_parameters": dict(learner.hparams)},
-               tmp_path / "goal.ckpt")  # fmt: skip
-    loaded, _ = load_goal_predictor(tmp_path / "goal.ckpt")
-    assert loaded.relative is not None
-    assert torch.allclose(_predict(loaded, batch)[1], goals, atol=1e-6)
-
-
 def test_stage_errors_splits_the_goal_error_by_size_and_by_the_instructions_words():
     from tests.test_checkpoints_and_tools import _script
 

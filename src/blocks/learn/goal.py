@@ -59,7 +59,6 @@ class GoalLearner(pl.LightningModule):
         relabel: float = 0.0,
         axis_references: bool = False,
         text_encoder: str | None = None,
-        relative_bias: bool = False,
     ):
         super().__init__()
         lr = positive_number(lr, "model.lr")
@@ -75,16 +74,7 @@ class GoalLearner(pl.LightningModule):
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
         self.predictor = GoalPredictor(
-            len(vocabulary),
-            word_dim,
-            dim,
-            heads,
-            layers,
-            dropout,
-            axis_references,
-            text_encoder,
-            vocabulary,
-            relative_bias,
+            len(vocabulary), word_dim, dim, heads, layers, dropout, axis_references, text_encoder, vocabulary
         )
         self.label_words = LabelWords(vocabulary) if relabel else None
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()

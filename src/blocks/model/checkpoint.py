@@ -184,7 +184,6 @@ def load_goal_predictor(
         record.get("axis_references", False),
         record.get("text_encoder"),
         record["vocabulary"],
-        record.get("relative_bias", False),
     )
     predictor.load_state_dict(_weights(checkpoint, "predictor."))
     return predictor.to(map_location).eval(), list(record["vocabulary"])

@@ -11,10 +11,6 @@ tokens read each other (one transformer layer: "between the Toyota and the SRI b
   ``axis_references`` each coordinate has its own softmax, so that the goal may take its column from one block
   and its row from another ("left until it is in line with the SRI block").
 
-With ``relative_bias`` the tokens' attention to each other also gets, per head, a learnt function of their
-offset ``p_k - p_j``: "left of", "between" and "in line with" are relations of offsets, which otherwise must be
-learnt from the tokens' absolute places, and an offset is unchanged by the board shifts the learner trains on.
-
 Positions and goals are in block lengths. The network never sees a picture, so it trains on the corpus's 11,196
 instructions in minutes, and what it learns is about words and layouts, not pixels.
 """
@@ -45,12 +41,10 @@ class GoalPredictor(nn.Module):
         axis_references: bool = False,
         text_encoder: str | None = None,
         vocabulary: Sequence[str] | None = None,
-        relative_bias: bool = False,
     ):
         """``text_encoder``: read the words with a frozen pretrained encoder (:class:`PretrainedText`, which
         needs the ``vocabulary``'s words) instead of word embeddings trained here."""
         super().__init__()
-        self.heads = heads
         self.dropout = nn.Dropout(dropout)
         self.dim = dim
         if text_encoder is None:
@@ -71,16 +65,6 @@ class GoalPredictor(nn.Module):
             nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0, batch_first=True)
             for _ in range(layers)
         )
-        self.relative = None
-        if relative_bias:
-            # One small net per layer from a pair's offset to a bias per head; its last layer starts at zero, so
-            # the network starts as the one without the option.
-            self.relative = nn.ModuleList(
-                nn.Sequential(nn.Linear(2, 64), nn.ReLU(), nn.Linear(64, heads)) for _ in range(layers)
-            )
-            for net in self.relative:
-                nn.init.zeros_(net[-1].weight)
-                nn.init.zeros_(net[-1].bias)
         self.moved = nn.Linear(dim, 1)
         self.axis_references = axis_references
         self.reference = nn.Linear(dim, 2 if axis_references else 1)
@@ -122,15 +106,9 @@ class GoalPredictor(nn.Module):
         places = torch.cat([positions, positions.new_zeros(batch, 1, 2)], dim=1)  # the board at the centre
         x = self.label(labels) + self.place(places)
         absent = torch.cat([~present, present.new_zeros(batch, 1)], dim=1)
-        offsets = places[:, None, :, :] - places[:, :, None, :]  # (B, 21, 21, 2): [b, j, k] = p_k - p_j
-        for layer, (read, relate) in enumerate(zip(self.read_words, self.relate, strict=True)):
+        for read, relate in zip(self.read_words, self.relate, strict=True):
             x = x + read(x, words, words, key_padding_mask=padding, need_weights=False)[0]
-            if self.relative is None:
-                x = relate(x, src_key_padding_mask=absent)
-            else:
-                bias = self.relative[layer](offsets).permute(0, 3, 1, 2)  # (B, heads, 21, 21)
-                bias = bias.masked_fill(absent[:, None, None, :], float("-inf"))
-                x = relate(x, src_mask=bias.reshape(batch * self.heads, *bias.shape[2:]))
+            x = relate(x, src_key_padding_mask=absent)
         moved = self.moved(x[:, :MAX_BLOCKS]).squeeze(-1).masked_fill(~present, float("-inf")).log_softmax(-1)
         # The goal of each candidate block: its own reference weights over all tokens (blocks and the board).
         query = x[:, :MAX_BLOCKS, None, :]  # (B, 20, 1, D): one query, or one per axis
