@@ -729,6 +729,7 @@ def test_a_runs_record_names_the_versions_that_wrote_it():
     assert set(environment) == {"python", "platform", *PACKAGES}
     assert environment["python"] == platform.python_version() and environment["torch"] == torch.__version__
     assert environment["numpy"] == np.__version__ and environment["blocks"] is not None
+    assert environment["transformers"] is not None  # the goal network's word reader: make install brings it
 
 
 def test_a_resumed_run_keeps_the_installs_it_ran_under(tmp_path):

