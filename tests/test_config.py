@@ -368,3 +368,26 @@ def test_a_record_written_before_the_learn_split_names_the_classes_at_their_new_
     assert new["model"] == old["model"]  # a learner did not move; a value that is not a target is left alone
     for target in (new["data"]["_target_"], new["callbacks"]["bar"]["_target_"], new["list"][0]["_target_"]):
         hydra.utils.get_class(target)  # each names a class that exists
+
+
+def test_a_fit_prints_no_lightning_advert_or_deprecation_from_inside_lightning(tmp_path, caplog):
+    import logging
+    import warnings
+
+    import pytorch_lightning as pl
+    from pytorch_lightning.loggers import CSVLogger
+
+    from blocks.runs.train import quiet_lightning
+
+    quiet_lightning()
+    quiet_lightning()  # idempotent: one filter, however many runs a process starts
+    rank_zero = logging.getLogger("pytorch_lightning.utilities.rank_zero")
+    assert len(rank_zero.filters) == 1
+    with caplog.at_level(logging.INFO, logger="pytorch_lightning"):
+        pl.Trainer(logger=CSVLogger(tmp_path), enable_progress_bar=False, default_root_dir=tmp_path)
+    assert any("GPU available" in r.getMessage() for r in caplog.records)  # Lightning's other lines stay
+    assert not any("Tip" in r.getMessage() for r in caplog.records)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.warn("`isinstance(treespec, LeafSpec)` is deprecated, use ...", FutureWarning, stacklevel=1)
+        warnings.warn("something else is deprecated", FutureWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == ["something else is deprecated"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 import hydra
@@ -36,8 +37,25 @@ def name_checkpoints_by_step(cfg: DictConfig) -> None:
         log.info("trainer.val_check_interval=%s: checkpoints named %s", interval, checkpoint.filename)
 
 
+class _NoAdvert(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("💡 Tip")
+
+
+def quiet_lightning() -> None:
+    """Drop two lines Lightning prints on every fit that a user can do nothing about: an advertisement for its
+    cloud logger, and a deprecation torch 2.13 raises inside Lightning's own code (``LeafSpec``)."""
+    warnings.filterwarnings(
+        "ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning
+    )
+    rank_zero = logging.getLogger("pytorch_lightning.utilities.rank_zero")
+    if not any(isinstance(f, _NoAdvert) for f in rank_zero.filters):
+        rank_zero.addFilter(_NoAdvert())
+
+
 def train(cfg: DictConfig) -> dict[str, float]:
     """Fit the configured learner, then evaluate its selected checkpoint; returns the last logged metrics."""
+    quiet_lightning()
     check_config(cfg)
     ckpt_path = resume_path(cfg)
     recorded = ckpt_path or stopped_pretraining(cfg)
