@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -728,3 +730,106 @@ def test_the_progress_bar_of_a_run_resumed_mid_epoch_shows_its_epoch_and_total(c
     assert seen and all(total == 8 and desc.startswith("Epoch 0") for total, desc, _ in seen)
     first = seen[0][2]  # it goes on counting from where the run stopped (after the update in progress)
     assert first >= 4 and [n for *_, n in seen] == list(range(first, 9))
+
+
+def test_the_teachers_loss_is_zero_on_their_own_reading_and_grows_away_from_it():
+    from blocks.model.goal_predictor import teacher_losses
+
+    moved = torch.randn(3, 20).log_softmax(-1)
+    moved[:, 15:] = float("-inf")  # absent blocks add nothing
+    goals = torch.randn(3, 20, 2)
+    block = torch.tensor([0, 4, 7])
+    own = goals[torch.arange(3), block]
+    kl, goal = teacher_losses(moved, goals, block, moved.clone(), own.clone())
+    assert float(kl) == pytest.approx(0.0, abs=1e-6) and float(goal) == 0.0
+    other = torch.randn(3, 20).log_softmax(-1)
+    other[:, 15:] = float("-inf")
+    kl, goal = teacher_losses(moved, goals, block, other, own + 1.0)
+    assert float(kl) > 0.01 and float(goal) == pytest.approx(0.5)
+
+
+def test_goal_teachers_are_made_checked_against_the_corpus_and_distilled(corpus_root, tmp_path):
+    """blocks.runs.goal_teachers reads the training split with shipped goal networks; a run with data.teachers
+    trains on them (the teacher losses logged), and a file made for other examples is refused."""
+    import pytorch_lightning as pl
+
+    from blocks.corpus.loader import load_split
+    from blocks.data.goals import GoalDataModule, examples_digest, load_teachers
+    from blocks.errors import ConfigError
+    from blocks.learn.goal import GoalLearner
+    from blocks.runs.goal_teachers import teacher_readings
+
+    examples = load_split("train", corpus_root, exclude_tune=True)
+    goal = str(Path(__file__).resolve().parents[1] / "checkpoints" / "goal_predictor_seed5.ckpt")
+    record, summary = teacher_readings([goal], corpus_root, batch_size=512, limit=40)
+    assert record["moved"].shape == (40, 20) and record["goal"].shape == (40, 2)
+    assert 0.9 <= summary["train_block_accuracy"] <= 1.0 and summary["train_mean_error"] < 1.0
+    # the file covers the first rows only here: pad to the split's length with the true block and goal
+    full = {
+        "moved": torch.full((len(examples), 20), -3.0).log_softmax(-1),
+        "goal": torch.zeros(len(examples), 2),
+    }
+    full["moved"][:40], full["goal"][:40] = record["moved"], record["goal"]
+    path = tmp_path / "teachers.pt"
+    torch.save(full | {"digest": examples_digest(examples)}, path)
+    rows = np.arange(5, 9)
+    assert torch.equal(load_teachers(path, examples, rows)["teacher_goal"], full["goal"][rows])
+    torch.save(full | {"digest": examples_digest(examples[1:])}, tmp_path / "other.pt")
+    with pytest.raises(ConfigError, match="other training examples"):
+        load_teachers(tmp_path / "other.pt", examples, rows)
+    with pytest.raises(ConfigError, match="blocks.runs.goal_teachers"):
+        load_teachers(tmp_path / "absent.pt", examples, rows)
+
+    dm = GoalDataModule(
+        root=str(corpus_root), batch_size=8, max_train_examples=16, seed=3, teachers=str(path)
+    )
+    batch = next(iter(dm.train_dataloader()))
+    assert batch["teacher_moved"].shape == (8, 20) and batch["teacher_goal"].shape == (8, 2)
+    learner = GoalLearner(dm.vocabulary.to_list(), dim=16, heads=2, layers=1, distill=0.5, relabel=0.5)
+    logged = {}
+
+    class Logged(pl.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            logged.update(trainer.callback_metrics)
+
+    pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+               limit_val_batches=0, callbacks=[Logged()]).fit(learner, train_dataloaders=dm.train_dataloader())  # fmt: skip
+    assert {"train/teacher_block_loss", "train/teacher_goal_loss"} <= set(logged)
+    assert torch.isfinite(logged["train/loss"])
+    without = GoalDataModule(root=str(corpus_root), batch_size=8, max_train_examples=16, seed=3)
+    with pytest.raises(ConfigError, match="data.teachers"):
+        pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                   limit_val_batches=0).fit(learner, train_dataloaders=without.train_dataloader())  # fmt: skip
+
+
+def test_cross_fold_teachers_read_only_the_episodes_they_never_trained_on(corpus_root):
+    """data.holdout=i/k leaves out whole episodes, the k folds cover the split once, and goal_teachers --holdout
+    takes each example's reading from the member of its fold alone."""
+    from blocks.corpus.loader import load_split
+    from blocks.data.goals import GoalDataModule, episode_folds, parse_holdout
+    from blocks.errors import ConfigError
+    from blocks.runs.goal_teachers import teacher_readings
+
+    examples = load_split("train", corpus_root, exclude_tune=True)
+    folds = episode_folds(examples, 2)
+    kept = [GoalDataModule(root=str(corpus_root), holdout=f"{i}/2").train_indices for i in range(2)]
+    assert sorted(np.concatenate(kept).tolist()) == list(range(len(examples)))
+    for i in range(2):
+        seen = {examples[j].episode for j in kept[i]}
+        unseen = {x.episode for x, f in zip(examples, folds, strict=True) if f == i}
+        assert seen and unseen and not seen & unseen
+    for bad in ("2/2", "1", "a/b", "-1/3"):
+        with pytest.raises(ConfigError, match="data.holdout"):
+            parse_holdout(bad)
+
+    root = Path(__file__).resolve().parents[1] / "checkpoints"
+    members = [str(root / "goal_predictor_seed5.ckpt"), str(root / "goal_predictor_norelabel.ckpt")]
+    limit = int(np.argmax(folds != folds[0])) + 40  # both members read some of these rows
+    crossed, summary = teacher_readings(members, corpus_root, limit=limit, holdout=True)
+    assert summary["holdout"] and crossed["holdout"]
+    for i, member in enumerate(members):
+        alone, _ = teacher_readings([member], corpus_root, limit=limit)
+        mine = torch.from_numpy(folds[:limit] == i)
+        assert torch.allclose(crossed["goal"][mine], alone["goal"][mine])
+        assert torch.allclose(crossed["moved"][mine], alone["moved"][mine])
+        assert not torch.allclose(crossed["goal"][~mine], alone["goal"][~mine])
