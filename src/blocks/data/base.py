@@ -217,18 +217,13 @@ class BlocksDataModule(pl.LightningDataModule):
         return Vocabulary.build(x.tokens for x in load_split("train", self.root, exclude_tune=True))
 
     @cached_property
-    def train_indices(self) -> np.ndarray:
-        """Where the training examples stand in the full training split (all, or ``max_train_examples``)."""
-        count = len(load_split("train", self.root, exclude_tune=True))
-        if self.max_train_examples is None:
-            return np.arange(count)
-        return np.sort(np.random.default_rng(self.seed).permutation(count)[: self.max_train_examples])
-
-    @cached_property
     def train_examples(self) -> list[Example]:
         """The training examples (``max_train_examples`` of them, if set)."""
         examples = load_split("train", self.root, exclude_tune=True)
-        return [examples[i] for i in self.train_indices]
+        if self.max_train_examples is not None:
+            order = np.random.default_rng(self.seed).permutation(len(examples))[: self.max_train_examples]
+            examples = [examples[i] for i in sorted(order)]
+        return examples
 
     @cached_property
     def demonstrated_examples(self) -> list[Example]:

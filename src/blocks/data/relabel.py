@@ -149,15 +149,13 @@ def relabel(
 ) -> dict[str, torch.Tensor]:
     """A copy of a goal-predictor batch where each example, with ``probability``, has the labels of its present
     blocks permuted at random, in the board (positions move to the new label's slot) and in the words alike.
-    Labels the vocabulary has no word for stay where they are. Teachers' block log-probabilities
-    (``teacher_moved``, for ``model.distill``) move with their blocks."""
+    Labels the vocabulary has no word for stay where they are."""
     batch = dict(batch)
     chosen = torch.rand(len(batch["block"]), generator=generator) < probability  # drawn on the CPU
     if not chosen.any():
         return batch
     positions = batch["positions"].clone()
     block, tokens, lengths = batch["block"].clone(), batch["tokens"], batch["lengths"]
-    teacher = batch["teacher_moved"].clone() if "teacher_moved" in batch else None
     rewritten: list[list[int]] = []
     for row in range(len(block)):
         ids = tokens[row, : int(lengths[row])].tolist()
@@ -167,8 +165,6 @@ def relabel(
             order = slots[torch.randperm(len(slots), generator=generator)]
             mapping = dict(zip(slots.tolist(), order.tolist(), strict=True))
             positions[row, order] = batch["positions"][row, slots]
-            if teacher is not None:
-                teacher[row, order] = batch["teacher_moved"][row, slots]
             block[row] = mapping[int(block[row])]
             ids = words.rewrite(ids, mapping, bool(batch["logo"][row]))
         rewritten.append(ids)
@@ -176,6 +172,4 @@ def relabel(
     batch.update(
         positions=positions, block=block, tokens=padded.to(tokens.device), lengths=counts.to(lengths.device)
     )
-    if teacher is not None:
-        batch["teacher_moved"] = teacher
     return batch

@@ -1,8 +1,5 @@
 """Training the goal predictor (ours) on the corpus: instruction and board in, the moved block and its goal out.
 
-With ``distill`` (and ``data.teachers``) each loss is that share against trained predictors' readings (their
-block log-probabilities and goals) and the rest against the corpus: one network learns what several read.
-
 The board is the example's start board as the simulator has it, with a little noise on every position
 (``position_noise`` block lengths) so that the predictor tolerates the board reader's small misplacements. No
 picture is rendered, so an epoch of the 11,196 training examples takes seconds. Validation is teacher-forced on
@@ -21,7 +18,7 @@ from torchmetrics import CatMetric
 
 from blocks.data.relabel import LabelWords, relabel
 from blocks.errors import ConfigError, positive_number
-from blocks.model.goal_predictor import GoalPredictor, combine_readings, goal_losses, teacher_losses
+from blocks.model.goal_predictor import GoalPredictor, combine_readings, goal_losses
 
 
 def goal_errors(
@@ -62,20 +59,17 @@ class GoalLearner(pl.LightningModule):
         relabel: float = 0.0,
         axis_references: bool = False,
         text_encoder: str | None = None,
-        distill: float = 0.0,
     ):
-        """``distill``: the weight in [0, 1] of the teachers' readings (``data.teachers``) in both losses."""
         super().__init__()
         lr = positive_number(lr, "model.lr")
         if (
             min(position_noise, block_loss_weight, translate) < 0
             or not 0 <= dropout < 1
             or not 0 <= relabel <= 1
-            or not 0 <= distill <= 1
         ):
             raise ConfigError(
                 "model.lr must be positive, model.position_noise, model.block_loss_weight and model.translate >= 0, "
-                "model.dropout in [0, 1), model.relabel and model.distill in [0, 1]"
+                "model.dropout in [0, 1), model.relabel in [0, 1]"
             )
         self.save_hyperparameters()
         self.hparams["kind"] = self.kind
@@ -103,19 +97,9 @@ class GoalLearner(pl.LightningModule):
             batch["tokens"], batch["lengths"], positions, batch["present"], batch["logo"]
         )
         block_loss, goal_loss = goal_losses(moved, goals, batch["block"], batch["goal"] + shift[:, 0])
-        logged = {"train/block_loss": block_loss, "train/goal_loss": goal_loss}
-        weight = self.hparams.distill
-        if weight > 0:
-            if "teacher_goal" not in batch:
-                raise ConfigError("model.distill needs the teachers' readings: set data.teachers")
-            teacher_block, teacher_goal = teacher_losses(
-                moved, goals, batch["block"], batch["teacher_moved"], batch["teacher_goal"] + shift[:, 0]
-            )
-            logged |= {"train/teacher_block_loss": teacher_block, "train/teacher_goal_loss": teacher_goal}
-            block_loss = (1 - weight) * block_loss + weight * teacher_block
-            goal_loss = (1 - weight) * goal_loss + weight * teacher_goal
         loss = self.hparams.block_loss_weight * block_loss + goal_loss
-        self.log_dict({"train/loss": loss} | logged, batch_size=len(moved))
+        self.log_dict({"train/loss": loss, "train/block_loss": block_loss, "train/goal_loss": goal_loss},
+                      batch_size=len(moved))  # fmt: skip
         self.log("loss", loss, prog_bar=True, logger=False, batch_size=len(moved))
         return loss
 

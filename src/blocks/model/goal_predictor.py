@@ -142,19 +142,3 @@ def goal_losses(
     docs/experiments/read-and-plan.md)."""
     rows = torch.arange(len(true_block), device=goals.device)
     return F.nll_loss(moved, true_block), F.smooth_l1_loss(goals[rows, true_block], true_goal)
-
-
-def teacher_losses(
-    moved: torch.Tensor,
-    goals: torch.Tensor,
-    true_block: torch.Tensor,
-    teacher_moved: torch.Tensor,
-    teacher_goal: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """What :func:`goal_losses` is against the true block and goal, against teachers' readings instead:
-    (KL(teacher || student) of the moved block's distribution, smooth L1 from the true block's predicted goal to
-    the teachers' goal for it). Absent blocks (log-probability -inf for both) add nothing."""
-    rows = torch.arange(len(true_block), device=goals.device)
-    teacher = teacher_moved.exp()
-    kl = (teacher * (teacher_moved - moved)).nan_to_num(0.0, posinf=0.0, neginf=0.0).sum(-1).mean()
-    return kl, F.smooth_l1_loss(goals[rows, true_block], teacher_goal)
