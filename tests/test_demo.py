@@ -104,6 +104,9 @@ def test_read_and_plan_on_the_page_scores_as_eval_does(app):
         ({"index": 2.5}, "board index must be a whole number"),
         ({"agent": "../../etc/passwd"}, "unknown agent '../../etc/passwd'; choose one of read_and_plan"),
         ({"agent": "stop", "ckpt_path": "/tmp/x.ckpt"}, "unknown field(s) ['ckpt_path']"),
+        ({"agent": "random", "seed": -3}, "the seed -3 is out of range"),
+        ({"agent": "random", "seed": "x"}, "the seed 'x' is not a whole number"),
+        ({"agent": "random", "seed": 1.5}, "the seed must be a whole number"),
     ],
 )
 def test_bad_input_is_a_message(app, request_, message):
@@ -218,3 +221,53 @@ def test_a_port_in_use_is_one_line(app, corpus_root, tmp_path):
         taken.server_close()
     assert process.returncode == 2
     assert stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}") and "port=<number>" in stderr
+
+
+def test_a_move_of_a_block_not_on_the_board_is_drawn_and_described_without_a_ring():
+    """RANDOM and the policies may name any of 20 blocks; a board of 3 has no block 19 to ring (it was a 500)."""
+    from blocks.demo.app import draw_episode
+    from blocks.world.geometry import NUM_DIRECTIONS
+    from blocks.world.task import Task
+
+    start = np.array([[0.0, 0.0], [0.5, 0.5], [-0.5, -0.5]])
+    task = Task(start, start, "digit")
+    renderer = Renderer(logos=False)
+    frame = renderer.render_board(start, False)
+    absent, present = 19 * NUM_DIRECTIONS, 1 * NUM_DIRECTIONS  # block 20 left (absent), block 2 left
+    episode = Episode("x", frames=[frame] * 4, positions=[task.start] * 4, actions=[absent, present, STOP])
+    frames = draw_episode(episode, gold_goal=start[1], aim=np.array([0.2, 0.2]))
+    assert len(frames) == 4 and all(f.shape == frames[0].shape for f in frames)
+    assert np.array_equal(frames[1], draw_episode(Episode("x", frames=[frame] * 2, positions=[start] * 2,
+                                                          actions=[STOP]), gold_goal=start[1], aim=np.array([0.2, 0.2]))[1])  # fmt: skip
+    assert not np.array_equal(frames[2], frames[1])  # the block that is there is ringed
+    assert describe_steps(episode)[0].endswith("(blocked)")
+
+
+def test_random_takes_a_seed_and_an_episode_says_when_it_hit_the_step_limit(app):
+    """The same seed repeats an episode (eval.py's seed=N for that board), another gives another; a run cut off
+    by the 40-step limit says so."""
+    first = app.run({"index": 4, "agent": "random", "seed": 7})
+    assert (
+        first["seed"] == 7 and app.run({"index": 4, "agent": "random", "seed": 7})["steps"] == first["steps"]
+    )
+    others = {tuple(app.run({"index": 4, "agent": "random", "seed": s})["steps"]) for s in range(8)}
+    assert len(others) > 1
+    assert app.run({"index": 4, "agent": "random"})["seed"] == 0  # eval.py's default
+    stop = app.run({"index": 4, "agent": "stop"})
+    assert stop["hit_step_limit"] is False and stop["step_limit"] == 40
+
+
+def test_the_server_refuses_deep_nesting_and_other_methods_in_json(server):
+    deep = b"[" * 30_000 + b"]" * 30_000  # under the 64 KB limit
+    assert call(server, "/api/run", deep) == (
+        400,
+        {"error": "the request nests too deeply: send one flat JSON object"},
+    )
+    for method in ("PUT", "DELETE", "OPTIONS", "PATCH"):
+        request = urllib.request.Request(server.url + "/api/run", data=b"{}", method=method)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 405 and json.loads(refused.value.read())["error"].startswith(method)
+    with urllib.request.urlopen(urllib.request.Request(server.url + "/", method="HEAD"), timeout=10) as head:
+        assert head.status == 200 and int(head.headers["Content-Length"]) > 1000 and head.read() == b""
+    assert call(server, "/api/board?index=")[0] == 400  # an empty board field is not board 0

@@ -113,3 +113,67 @@ def test_two_agents_side_by_side(page):
     wait_for(page, lambda b: "final error" in text_of(b, "resultB"))
     assert text_of(page, "resultA").startswith("final error") and text_of(page, "titleA").startswith("STOP")
     assert page.find_element(By.ID, "frameB").get_attribute("src").startswith("data:image/png")
+
+
+def test_run_plays_the_board_typed_in_the_field_with_that_boards_words(page, corpus_root):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    page.find_element(By.ID, "tab-try").click()
+    Select(page.find_element(By.ID, "agent")).select_by_value("stop")
+    index = page.find_element(By.ID, "index")
+    index.clear()
+    index.send_keys("7")  # no Show: Run must not mix board 7's number with the shown board's instruction
+    page.find_element(By.ID, "run").click()
+    wait_for(page, lambda b: "final error" in text_of(b, "result"))
+    assert text_of(page, "title").endswith("board 7")
+    words = page.find_element(By.ID, "instruction").get_attribute("value")
+    assert words == DemoApp(corpus_root, CHECKPOINTS).examples[7].instruction
+    assert text_of(page, "result").endswith("after 1 action")  # one action, not "1 actions"
+
+
+def test_a_refused_run_leaves_no_earlier_episode_playing(page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    page.find_element(By.ID, "tab-try").click()
+    Select(page.find_element(By.ID, "agent")).select_by_value("random")
+    page.find_element(By.ID, "corpus").click()
+    page.find_element(By.ID, "run").click()
+    wait_for(page, lambda b: "final error" in text_of(b, "result"))
+    page.find_element(By.ID, "instruction").clear()
+    page.find_element(By.ID, "run").click()
+    wait_for(page, lambda b: b.find_element(By.ID, "message").is_displayed())
+    assert page.find_element(By.ID, "slider").get_attribute("disabled") == "true"
+    assert page.find_element(By.ID, "play").get_attribute("disabled") == "true"
+    assert text_of(page, "title").startswith("board ") and text_of(page, "step") == ""
+    assert page.find_element(By.ID, "frame").get_attribute("src") == page.execute_script(
+        "return state.board.image"
+    )
+
+
+def test_junk_in_the_board_field_is_a_message_not_board_0(page):
+    from selenium.webdriver.common.by import By
+
+    page.find_element(By.ID, "tab-try").click()
+    page.execute_script("document.getElementById('index').value = '';")  # what a number field holds for 'abc'
+    page.find_element(By.ID, "load").click()
+    wait_for(page, lambda b: b.find_element(By.ID, "message").is_displayed())
+    assert "not a whole number" in text_of(page, "message")
+
+
+def test_the_notice_of_missing_checkpoints_stays_after_the_first_board(corpus_root, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    server = DemoServer(DemoApp(corpus_root, tmp_path), "127.0.0.1", 0)  # an empty checkpoints folder
+    server.start_in_thread()
+    browser = chromium()
+    try:
+        browser.get(server.url)
+        wait_for(browser, lambda b: text_of(b, "title").startswith("board 0 "))
+        assert browser.find_element(By.ID, "missing").is_displayed()
+        assert "read_and_plan:" in text_of(browser, "missing") and "not found" in text_of(browser, "missing")
+    finally:
+        browser.quit()
+        server.shutdown()
+        server.server_close()

@@ -26,7 +26,7 @@ from blocks.episode import Episode, run_episode
 from blocks.errors import UsageError
 from blocks.render.camera import Camera
 from blocks.render.factory import make_renderer
-from blocks.world.geometry import BLOCK_SIDE, NUM_DIRECTIONS, STOP
+from blocks.world.geometry import BLOCK_SIDE, HORIZON, NUM_DIRECTIONS, STOP
 
 MAX_CHARACTERS = 1000  # the corpus's longest instruction has 383
 SCALE = 4  # the page shows the agent's 120-pixel picture four times as large, pixels kept square
@@ -189,9 +189,10 @@ class DemoApp:
             raise DemoError(
                 'send a JSON object: {"index": 0, "instruction": "...", "agent": "read_and_plan"}'
             )
-        unknown = set(request) - {"index", "instruction", "agent"}
+        unknown = set(request) - {"index", "instruction", "agent", "seed"}
         if unknown:
-            raise DemoError(f"unknown field(s) {sorted(unknown)}; send index, instruction and agent")
+            raise DemoError(f"unknown field(s) {sorted(unknown)}; send index, instruction, agent and seed")
+        run_seed = check_seed(request.get("seed", self.seed))
         index = self.index(request.get("index", 0))
         example = self.examples[index]
         instruction = check_instruction(request.get("instruction", example.instruction))
@@ -200,7 +201,7 @@ class DemoApp:
         with self._lock:
             agent = self.agent(name)
             renderer = self.renderer(getattr(agent, "render", "flat"), getattr(agent, "image_size", 120))
-            seed = episode_seeds(self.seed, 1, first=index)  # example ``index``'s seed in eval.py seed=0
+            seed = episode_seeds(run_seed, 1, first=index)  # example ``index``'s seed in eval.py seed=<seed>
             episode = run_episode(agent, example.task, instruction, renderer, seed=seed)
             aim = _aim(agent)
         corpus = instruction.strip() == example.instruction.strip()
@@ -216,9 +217,27 @@ class DemoApp:
             "frames": [png_data_url(f) for f in frames],
             "steps": ["start", *describe_steps(episode)],
             "error": round(episode.error, 4) if corpus else None,
+            "seed": run_seed,
+            "hit_step_limit": bool(episode.actions)
+            and episode.actions[-1] != STOP
+            and len(episode.actions) >= HORIZON,
+            "step_limit": HORIZON,
             "notes": notes,
             "seconds": round(time.perf_counter() - started, 3),
         }
+
+
+def check_seed(value: Any) -> int:
+    """The sampling agents' seed from the page: a whole number from 0 to 2**31 - 1 (eval.py's ``seed=``)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise DemoError("the seed must be a whole number from 0 to 2147483647")
+    try:
+        seed = int(value)
+    except ValueError:
+        raise DemoError(f"the seed {str(value)[:40]!r} is not a whole number (0 to 2147483647)") from None
+    if not 0 <= seed < 2**31:
+        raise DemoError(f"the seed {seed} is out of range: 0 to 2147483647")
+    return seed
 
 
 def check_instruction(text: Any) -> str:
@@ -312,8 +331,10 @@ def draw_episode(
             cv2.circle(big, pixel(gold_goal), radius, PINK, 3, cv2.LINE_AA)
         if aim is not None and math.isfinite(float(aim.sum())):
             cv2.drawMarker(big, pixel(aim), ORANGE, cv2.MARKER_CROSS, radius, 3, cv2.LINE_AA)
-        if t > 0 and episode.actions[t - 1] != STOP:
-            block = episode.actions[t - 1] // NUM_DIRECTIONS
+        block = episode.actions[t - 1] // NUM_DIRECTIONS if t > 0 and episode.actions[t - 1] != STOP else None
+        if block is not None and block < len(
+            episode.positions[t]
+        ):  # an agent may name a block not on the board
             cv2.circle(big, pixel(episode.positions[t][block]), radius, BLUE, 3, cv2.LINE_AA)
         frames.append(big)
     return frames

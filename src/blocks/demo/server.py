@@ -89,7 +89,7 @@ class DemoHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         url = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         if url.path in ("/", "/index.html"):
             self.send_body(HTTPStatus.OK, self.server.page, "text/html; charset=utf-8")
         elif url.path == "/api/agents":
@@ -99,6 +99,31 @@ class DemoHandler(BaseHTTPRequestHandler):
             self.answer(lambda: self.server.app.board(query.get("index", "0")))
         else:
             self.send_json(HTTPStatus.NOT_FOUND, {"error": f"no page {url.path}"})
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        """The page's headers alone (link checkers, curl -I); the API answers only GET and POST."""
+        if urlsplit(self.path).path in ("/", "/index.html"):
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(self.server.page)))
+            self.end_headers()
+        else:
+            self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
+            self.send_header("Allow", "GET, POST")
+            self.end_headers()
+
+    def refuse_method(self) -> None:
+        """PUT, DELETE, PATCH, OPTIONS: a JSON 405 naming what the page answers, not http.server's HTML 501."""
+        body = json.dumps({"error": f"{self.command} is not served: use GET (the page, /api/agents, /api/board) "
+                                    f"or POST /api/run"}).encode()  # fmt: skip
+        self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
+        self.send_header("Allow", "GET, HEAD, POST")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = refuse_method  # noqa: N815
 
     def do_POST(self) -> None:  # noqa: N802
         if urlsplit(self.path).path != "/api/run":
@@ -119,6 +144,8 @@ class DemoHandler(BaseHTTPRequestHandler):
                 request = json.loads(body.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
                 raise DemoError("the request is not JSON") from None
+            except RecursionError:  # "[[[[...]]]]" within the size limit: Python's parser recurses per level
+                raise DemoError("the request nests too deeply: send one flat JSON object") from None
             return self.server.app.run(request)
 
         self.answer(run)
