@@ -11,7 +11,8 @@
 #   2. the same machine's numpy path at batch 32 (today's default), supervised and bandit, for the speed-up;
 #   3. SPO (model=spo) with torch rollouts of 256 examples a batch;
 #   4. the torch world against the numpy reference on the GPU (tests/test_tensor_world.py runs cuda cases too);
-#   5. the world alone (python -m blocks.bench env): transitions and pictures per second on the GPU.
+#   5. the world alone (python -m blocks.bench env): transitions and pictures per second on the GPU;
+#   (after 2) the same with bf16 autocast and the compiled CNN (--precision bf16-mixed --compile).
 # Every step has a time limit (STEP_LIMIT seconds); one that hangs or fails does not stop the others.
 # summary.jsonl gathers each benchmark's JSON line, tagged with its step.
 # Usage: BLOCKS_DATA=/path/to/corpus bash scripts/gpu_bench.sh [OUTPUT_DIR]
@@ -50,6 +51,9 @@ for batch in ${BATCHES:-512 1024 2048 128}; do
         --simulator torch --batch "$batch" --chunks-per-update 1
 done
 step train_numpy_32 "$python" -m blocks.bench train --seconds "$seconds" --accelerator "$accelerator"
+# the engine's options on the same machine: bf16 autocast and the compiled CNN, torch rollouts of 512
+step train_torch_512_bf16_compile "$python" -m blocks.bench train --seconds "$seconds" --accelerator "$accelerator" \
+    --simulator torch --batch 512 --chunks-per-update 1 --precision bf16-mixed --compile
 step train_spo_256 "$python" -m blocks.bench train --skip-supervised --spo --seconds "$seconds" --accelerator "$accelerator" \
     --simulator torch --batch 256 --chunks-per-update 1
 step tests "$python" -m pytest -q -p no:cacheprovider tests/test_tensor_world.py

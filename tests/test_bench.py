@@ -41,3 +41,23 @@ def test_the_training_benchmark_without_the_corpus_is_one_line_and_status_2(tmp_
         main(["train", "--seconds", "0.05"])
     err = capsys.readouterr().err.strip().splitlines()
     assert stopped.value.code == 2 and len(err) == 1 and err[0].startswith("error: ")
+
+
+def test_a_steps_stages_are_timed_on_their_own_and_the_cnn_floor_bounds_a_bandit_frame():
+    import torch
+
+    from blocks.bench.stages import cnn_floor, network_stages, print_breakdown
+    from blocks.model.policy import PolicyNetwork
+
+    floor = cnn_floor(batch=2, image_size=32, frames=2, seconds=0.02)
+    forward, update = floor["cnn_floor_forward_frames_per_s"], floor["cnn_floor_frames_per_s"]
+    assert abs(1 / floor["cnn_floor_bandit_frames_per_s"] - (1 / forward + 1 / update)) < 1e-9
+    network = PolicyNetwork(30, image_size=32, frames=2)
+    images = torch.randint(0, 256, (4, 6, 32, 32), dtype=torch.uint8)
+    tokens, lengths = torch.randint(2, 30, (2, 5)), torch.tensor([5, 2])  # two instructions for four frames
+    times = network_stages(network, images, tokens, lengths, torch.tensor([-1, 0, 4, 80]), torch.tensor([0, 1, 2, 3]),
+                           torch.tensor([0, 1, 4, 2]), seconds=0.02)  # fmt: skip
+    assert list(times) == ["standardize", "cnn", "text", "heads_and_loss", "optimizer"]
+    assert all(t > 0 for t in times.values())
+    figures = print_breakdown("supervised", times, step_seconds=2 * sum(times.values()), frames=4)
+    assert abs(figures["supervised_other_ms"] - 1000 * sum(times.values())) < 1e-6

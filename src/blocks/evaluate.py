@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from blocks import set_torch_threads
 from blocks.agents.baselines import Agent, episode_seeds
 from blocks.corpus.loader import Example
+from blocks.engine import tune_process
 from blocks.world.geometry import HORIZON
 from blocks.world.metrics import EpisodeResult, summarize
 from blocks.world.rewards import RewardConfig
@@ -179,7 +179,7 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
     from blocks.cli import EVAL_INTEGERS, check_integers
 
     check_integers(cfg, EVAL_INTEGERS)
-    set_torch_threads(cfg.get("threads"))
+    tune_process(cfg.get("threads"))
     with claim_folder(cfg.paths.output_dir):
         agent = hydra.utils.instantiate(cfg.agent)
         name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]

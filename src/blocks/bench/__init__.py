@@ -36,6 +36,12 @@ def main(argv: list[str] | None = None) -> dict[str, float | str]:
         "--accelerator", default="auto", help="train: Lightning's accelerator (cpu, gpu, auto)"
     )
     parser.add_argument("--spo", action="store_true", help="train: also SPO, --batch examples a batch")
+    parser.add_argument(
+        "--precision", default="32-true", help="train: Lightning's precision (32-true, bf16-mixed)"
+    )
+    parser.add_argument(
+        "--compile", action="store_true", help="train: network.compile=true (torch.compile the CNN)"
+    )
     parser.add_argument("--chunks-per-update", type=int, default=None,
                         help="train: backward passes per update (1: the whole update at once, for GPUs)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -44,7 +50,8 @@ def main(argv: list[str] | None = None) -> dict[str, float | str]:
         options = {
             "episodes_per_update": args.episodes_per_update, "skip_supervised": args.skip_supervised,
             "batch": args.batch, "simulator": args.simulator, "accelerator": args.accelerator,
-            "chunks_per_update": args.chunks_per_update, "spo": args.spo,
+            "chunks_per_update": args.chunks_per_update, "spo": args.spo, "precision": args.precision,
+            "compile": args.compile,
         }  # fmt: skip
     from blocks.errors import UsageError
 

@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from blocks.bench.common import rate
+from blocks.engine import keep_freed_memory
 
 
 def network_floor(
@@ -86,6 +87,9 @@ def bench_train(
     accelerator: str = "auto",
     chunks_per_update: int | None = None,
     spo: bool = False,
+    stage_seconds: float = 0.5,
+    precision: str = "32-true",
+    compile: bool = False,
 ) -> dict[str, float | str]:
     """Frames per second of whole training steps, through Lightning's Trainer, for both learners.
 
@@ -98,10 +102,13 @@ def bench_train(
     import pytorch_lightning as pl
     import torch
 
+    from blocks.bench.stages import cnn_floor
     from blocks.data.demonstrations import DemonstrationDataModule
     from blocks.data.rollouts import RolloutDataModule
     from blocks.learn.bandit import BanditLearner
     from blocks.learn.supervised import SupervisedLearner
+
+    keep_freed_memory()  # as train.py and eval.py do
 
     class Clock(pl.Callback):
         """Counts frames and time after ``warmup`` steps; stops the run after ``seconds``."""
@@ -124,7 +131,7 @@ def bench_train(
         trainer = pl.Trainer(
             accelerator=accelerator, devices=1, max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
             enable_model_summary=False, limit_val_batches=0, callbacks=[clock],
-            gradient_clip_val=5.0 if module.automatic_optimization else None,
+            gradient_clip_val=5.0 if module.automatic_optimization else None, precision=precision,
         )  # fmt: skip
         trainer.fit(module, datamodule)
         devices.append(trainer.strategy.root_device)
@@ -132,17 +139,20 @@ def bench_train(
 
     torch.manual_seed(0)
     devices: list[torch.device] = []
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {batch}, 120x120")
+    network = {"compile": True} if compile else {}
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {batch}, 120x120, precision "
+          f"{precision}{', compiled' if compile else ''}")  # fmt: skip
     figures: dict[str, float | str] = {}
     if not skip_supervised:
         supervised_data = DemonstrationDataModule(batch_size=batch, seed=0)
         supervised_rate = run(
-            SupervisedLearner(supervised_data.vocabulary.to_list()),
+            SupervisedLearner(supervised_data.vocabulary.to_list(), network),
             supervised_data,
             lambda b: len(b["block"]),
         )
         print(f"supervised: {supervised_rate:,.0f} frames/s (batches of {batch} demonstration steps)")
         figures["supervised_frames_per_s"] = supervised_rate
+        figures |= supervised_breakdown(supervised_data, batch / supervised_rate, stage_seconds)
 
     bandit_data = RolloutDataModule(
         batch_size=batch,
@@ -151,7 +161,8 @@ def bench_train(
         simulator=simulator,
         chunks_per_update=chunks_per_update,
     )
-    bandit = BanditLearner(bandit_data.vocabulary.to_list())
+    bandit = BanditLearner(bandit_data.vocabulary.to_list(), network)
+    rollout_clock = RolloutClock(bandit)
     with (
         torch.no_grad()
     ):  # a policy that stops about as rarely as a trained one (28.7 steps on dev in the paper)
@@ -174,12 +185,27 @@ def bench_train(
         f"{bandit_data.chunks_per_update} chunks each)"
     )
     figures |= {"bandit_frames_per_s": bandit_rate}
+    figures |= rollout_clock.breakdown(bandit_rate, stage_seconds)
     # The yardstick reads the corpus's own instructions, padded per batch as the learners pad them.
     floor = network_floor(batch, str(device), seconds, bandit_data.token_ids(bandit_data.train_examples))
     figures |= floor | {"device": str(device)}
     print(f"the network alone on {device}: forward {floor['floor_forward_frames_per_s']:,.0f} frames/s, forward + "
           f"backward + Adam {floor['floor_update_frames_per_s']:,.0f}, so a bandit frame (both) at most "
           f"{floor['floor_bandit_frames_per_s']:,.0f}")  # fmt: skip
+    cnn = cnn_floor(batch, seconds=stage_seconds)
+    figures |= cnn
+    print(f"the paper's CNN alone (float32, channels last, batch {batch}): forward {cnn['cnn_floor_forward_frames_per_s']:,.0f} "
+          f"frames/s, forward + backward + Adam {cnn['cnn_floor_frames_per_s']:,.0f}, so a bandit frame at most "
+          f"{cnn['cnn_floor_bandit_frames_per_s']:,.0f}")  # fmt: skip
+    if "supervised_frames_per_s" in figures:
+        figures["supervised_share_of_cnn_floor"] = (
+            figures["supervised_frames_per_s"] / cnn["cnn_floor_frames_per_s"]
+        )
+        print(f"supervised at {figures['supervised_share_of_cnn_floor']:.0%} of the CNN alone")
+    figures["bandit_share_of_cnn_floor"] = bandit_rate / cnn["cnn_floor_bandit_frames_per_s"]
+    print(
+        f"bandit at {figures['bandit_share_of_cnn_floor']:.0%} of the CNN alone (one forward and one update a frame)"
+    )
     if "supervised_frames_per_s" in figures:
         figures["supervised_share_of_floor"] = (
             figures["supervised_frames_per_s"] / floor["floor_update_frames_per_s"]
@@ -199,7 +225,9 @@ def bench_train(
         from blocks.learn.spo import SPOLearner
 
         spo_data = EpisodeDataModule(batch_size=batch, simulator=simulator, seed=0)
-        learner = SPOLearner(spo_data.vocabulary.to_list(), {"architecture": "spo"}, schedule=False)
+        learner = SPOLearner(
+            spo_data.vocabulary.to_list(), {"architecture": "spo", **network}, schedule=False
+        )
         counted = [0]
 
         def spo_frames(_) -> int:
@@ -215,3 +243,66 @@ def bench_train(
         if device.type == "cuda":
             figures["spo_peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
     return figures
+
+
+def supervised_breakdown(datamodule, step_seconds: float, seconds: float) -> dict[str, float]:
+    """The supervised step's stages on real batches: drawing and stacking the pictures (a batch's collation),
+    then the network's stages (:func:`blocks.bench.stages.network_stages`) on one of those batches."""
+    from blocks.bench.stages import network_stages, print_breakdown, seconds_per_call
+    from blocks.model.policy import PolicyNetwork
+
+    batches = iter(datamodule.train_dataloader())
+    times = {"pictures": seconds_per_call(lambda: next(batches), seconds)}
+    data = next(batches)
+    network = PolicyNetwork(len(datamodule.vocabulary.to_list()))
+    times |= network_stages(network, data["images"], data["tokens"], data["lengths"], data["previous_action"],
+                            data["block"], data["direction"], seconds)  # fmt: skip
+    return print_breakdown("supervised", times, step_seconds, len(data["block"]))
+
+
+class RolloutClock:
+    """Times a rollout learner's rollouts inside the real fit (the first piece of each update samples them, the
+    others are already in hand) and keeps the update's largest chunk, whose update stages :meth:`breakdown` then
+    times on their own and scales to a whole update."""
+
+    def __init__(self, learner):
+        self.learner, self.resolve_seconds, self.updates, self.pieces, self.chunk = learner, 0.0, 0, 0, None
+        resolve = learner.resolve
+
+        def timed(piece):
+            start = time.perf_counter()
+            chunk = resolve(piece)
+            self.resolve_seconds += time.perf_counter() - start
+            self.pieces += 1
+            self.updates += int(chunk.last)
+            if self.chunk is None or len(chunk.steps) >= len(self.chunk.steps):
+                self.chunk = chunk
+            return chunk
+
+        learner.resolve = timed
+
+    def breakdown(self, frames_per_s: float, seconds: float) -> dict[str, float]:
+        import torch
+
+        from blocks.bench.stages import network_stages, print_breakdown, seconds_per_call
+        from blocks.data.rollout import gather_stacks
+
+        chunk, updates = self.chunk, max(self.updates, 1)
+        rollout, steps, boards = chunk.rollout, chunk.steps, chunk.boards
+        frames_per_update = float(rollout.active.sum())
+        per_frame = frames_per_update / len(steps)  # the stages that cost by the frame, scaled to the update
+        chunks = self.pieces / updates  # each chunk encodes its own boards' instructions
+        policy = self.learner.policy
+        images = gather_stacks(rollout.frames, steps, boards, policy.frames)
+        unique = torch.unique(boards)
+        stages = network_stages(
+            policy, images, rollout.tokens[unique], rollout.lengths[unique], rollout.previous_action[steps, boards],
+            rollout.block[steps, boards], rollout.direction[steps, boards], seconds, self.learner.hparams.gradient_clip,
+        )  # fmt: skip
+        times = {"rollout": self.resolve_seconds / updates}
+        times["stacking"] = per_frame * seconds_per_call(
+            lambda: gather_stacks(rollout.frames, steps, boards, policy.frames), seconds
+        )
+        scale = {"text": chunks, "optimizer": 1}
+        times |= {k: v * scale.get(k, per_frame) for k, v in stages.items()}
+        return print_breakdown("bandit", times, frames_per_update / frames_per_s, int(frames_per_update))

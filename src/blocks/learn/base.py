@@ -16,6 +16,7 @@ from torchmetrics import CatMetric
 
 from blocks.agents.goal import GoalSeekingAgent
 from blocks.agents.policy import PolicyAgent
+from blocks.engine import compile_module
 from blocks.errors import ConfigError, positive_number
 from blocks.evaluate import run_episodes
 from blocks.model.checkpoint import build_network, network_options
@@ -40,6 +41,9 @@ class PolicyLearner(pl.LightningModule):
             raise ConfigError(f"model.goal_loss_weight must be >= 0, got {goal_loss_weight}")
         # Used only with network.goal_head=true: the auxiliary goal regression's share of the loss.
         self.goal_loss_weight = goal_loss_weight
+        # How the network runs, not what it is: kept out of the network's record, so any checkpoint loads eager.
+        network = dict(network or {})
+        self.compile_network = bool(network.pop("compile", False))
         # Everything needed to rebuild the network is saved, so load_from_checkpoint(path) needs no arguments.
         self.save_hyperparameters()
         self.hparams["network"] = network_options(network)
@@ -51,6 +55,13 @@ class PolicyLearner(pl.LightningModule):
         self.val_horizon = CatMetric()
         self.val_right_block = CatMetric()
         self.val_goal_agent_errors = CatMetric()  # with a goal head: the errors of GoalSeekingAgent, too
+
+    def setup(self, stage: str) -> None:
+        """``network.compile=true``: the picture path (standardised stacks -> CNN) compiled in place, so the
+        checkpoint's keys stay the eager network's."""
+        if self.compile_network:  # once: fit, validate and test each call setup
+            self.compile_network = False
+            compile_module(self.policy.image_encoder, self.device.type)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)

@@ -58,6 +58,8 @@ def load_file(path: str | Path, map_location: str | torch.device = "cpu", mmap: 
 def network_options(options: dict[str, Any] | None, source: str = "network") -> dict[str, Any]:
     """``PolicyNetwork`` keyword arguments from a config or a checkpoint's record, checked key by key."""
     options = dict(options or {})
+    if not isinstance(options.pop("compile", False), bool):  # how the learner runs it (blocks.learn.base)
+        raise ConfigError(f"{source}: network.compile must be true or false")
     for key, neutral in RETIRED_NETWORK_OPTIONS.items():
         if key in options:
             value = options.pop(key)

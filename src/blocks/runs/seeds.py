@@ -28,11 +28,11 @@ from blocks.runs.sweep import best_of, number, run_row
 def evaluate_ensemble(checkpoints: list[str], split: str, out: Path, root: str | None = None,
                       limit: int | None = None, device: str | None = None) -> dict[str, Any]:  # fmt: skip
     """The checkpoints acting together on ``split``; its figures in ``out/metrics.json``, its episodes beside."""
-    from blocks import set_torch_threads
     from blocks.agents.policy import PolicyAgent
+    from blocks.engine import tune_process
     from blocks.evaluate import evaluate_split
 
-    set_torch_threads()
+    tune_process()
     agent = PolicyAgent.from_checkpoint(checkpoints, device=device)
     return evaluate_split(agent, split, out, root, limit, {"limit": limit, "checkpoints": checkpoints})
 

@@ -10,8 +10,8 @@ import hydra
 import pytorch_lightning as pl
 from omegaconf import DictConfig, OmegaConf
 
-from blocks import set_torch_threads
 from blocks.cli import accepted_keys
+from blocks.engine import tune_process
 from blocks.runs.checks import check_config
 from blocks.runs.final_eval import final_evaluation
 from blocks.runs.pretrain import supervised_start
@@ -64,7 +64,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
         restore_hydra_record(cfg)
         check_config(cfg)
     name_checkpoints_by_step(cfg)
-    set_torch_threads(cfg.get("threads"))
+    tune_process(cfg.get("threads"))
     finished = finished_record(cfg, ckpt_path)
     if finished is not None:
         log.info("%s: finished and evaluated already (final_eval.json); nothing to do", cfg.paths.output_dir)

@@ -1,0 +1,125 @@
+"""How a process runs the networks fast: torch's threads, the memory allocator, compiled modules, bf16 units.
+
+Nothing here changes what is computed; docs/experiments/engine.md has the measurements behind each default.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import shutil
+import sys
+import time
+from functools import cache
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_MMAP_CEILING = 32 << 20  # the largest mmap threshold glibc accepts on 64-bit systems
+_kept = False
+
+
+def set_torch_threads(threads: int | None = None) -> None:
+    """Cap torch's threads at ``threads`` (else ``BLOCKS_TORCH_THREADS`` when it is set): runs side by side share
+    a few cores."""
+    threads = threads or int(os.environ.get("BLOCKS_TORCH_THREADS") or 0)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def tune_process(threads: int | None = None) -> None:
+    """What every command that trains or evaluates does first: cap the threads, keep freed memory."""
+    set_torch_threads(threads)
+    keep_freed_memory()
+
+
+def keep_freed_memory() -> bool:
+    """Keep freed memory in the process instead of handing it back to the system at once (Linux, glibc).
+
+    A training step allocates and frees tens of MB a batch (the uint8 stacks as floats are 28 MB at batch 32).
+    glibc serves such blocks with mmap and unmaps them on free, so every step faults every page in again: a
+    third of the standardisation's time and a fifth of a step's on 2 CPU cores (docs/experiments/engine.md).
+    Returns whether the allocator took the setting; elsewhere (macOS, musl, Windows) it does nothing.
+    """
+    global _kept
+    if _kept:
+        return True
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    # Blocks below the ceiling come from the heap, and the heap is not trimmed below 1 GiB of free top.
+    _kept = bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_CEILING)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
+    return _kept
+
+
+@cache
+def cpu_has_bf16_units() -> bool:
+    """Whether this CPU multiplies bf16 in hardware (AVX-512 BF16 or AMX); without them torch emulates bf16, and
+    the paper's CNN ran 12x slower in bf16 than in float32 on an AVX2 CPU (docs/experiments/engine.md)."""
+    try:
+        return bf16_flags_in(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        return False
+
+
+def bf16_flags_in(cpuinfo: str) -> bool:
+    """Whether a ``/proc/cpuinfo`` text lists a bf16 unit among its flags."""
+    return any(flag in cpuinfo.split() for flag in ("avx512_bf16", "amx_bf16"))
+
+
+def has_bf16_units(device: str = "cpu") -> bool:
+    """Whether ``device`` (``cpu``, ``cuda``, ``gpu``) computes bf16 in hardware."""
+    if device in ("cuda", "gpu"):
+        import torch
+
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
+    return cpu_has_bf16_units()
+
+
+def c_compiler() -> str | None:
+    """The C++ compiler torch.compile's CPU code generation would call, if there is one."""
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def compile_module(module, device: str = "cpu") -> bool:
+    """Compile ``module`` in place with ``torch.compile`` (its ``state_dict`` keys unchanged, so checkpoints
+    load both ways). On the CPU without a C++ compiler it logs one line and stays eager. Returns whether it
+    compiled; the compilation itself happens at the first call (its time is logged by :func:`timed_first_call`).
+    """
+    if device == "cpu" and c_compiler() is None:
+        log.warning(
+            "network.compile=true: no C++ compiler (g++, clang++ or $CXX) here, so the network runs eager"
+        )
+        return False
+    module.compile()
+    timed_first_call(module)
+    return True
+
+
+def timed_first_call(module) -> None:
+    """Log how long ``module``'s first compiled call took (torch.compile compiles there, on the first batch)."""
+    compiled = getattr(module, "_compiled_call_impl", None)
+    if compiled is None:
+        return
+
+    def first_call(*args, **kwargs):
+        start = time.perf_counter()
+        output = compiled(*args, **kwargs)
+        log.info("%s compiled in %.1f s (its first call)", type(module).__name__, time.perf_counter() - start)
+        module._compiled_call_impl = compiled
+        return output
+
+    module._compiled_call_impl = first_call
