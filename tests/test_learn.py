@@ -728,3 +728,33 @@ def test_the_progress_bar_of_a_run_resumed_mid_epoch_shows_its_epoch_and_total(c
     assert seen and all(total == 8 and desc.startswith("Epoch 0") for total, desc, _ in seen)
     first = seen[0][2]  # it goes on counting from where the run stopped (after the update in progress)
     assert first >= 4 and [n for *_, n in seen] == list(range(first, 9))
+
+
+def test_the_epoch_order_shards_by_rank_as_lightning_did_and_resumes_each_shard_exactly():
+    """Two ranks see the shards Lightning's DistributedSamplerWrapper gave them (every second item of the one
+    order, padded with its start); a rank resumed after 3 batches of 2 yields the rest of its own shard, and says
+    the epoch's length, which the trainer counts (Lightning used to index past the shortened order: IndexError)."""
+    from torch.utils.data import DistributedSampler
+
+    from blocks.data.base import EpochOrder
+
+    whole = EpochOrder(11, seed=3, rank=0, world=1)
+    whole.set_epoch(2)
+    order = list(whole)
+    assert sorted(order) == list(range(11))
+    shards = []
+    for rank in (0, 1):
+        sampler = EpochOrder(11, seed=3, rank=rank, world=2)
+        sampler.set_epoch(2)
+        shards.append(list(sampler))
+        assert len(sampler) == 6 and isinstance(sampler, DistributedSampler)  # Lightning leaves it unwrapped
+        resumed = EpochOrder(11, seed=3, resume_at=(2, 3 * 2), rank=rank, world=2)
+        other = EpochOrder(11, seed=3, rank=rank, world=2)
+        resumed.set_epoch(1), other.set_epoch(1)
+        assert list(resumed) == list(other)  # another epoch: untouched
+        resumed.set_epoch(2)
+        assert list(resumed) == shards[rank][6:] and len(resumed) == 6
+        resumed.set_epoch(2)
+        assert list(resumed) == shards[rank]  # once only: the next time round the epoch is whole
+    padded = order + order[:1]
+    assert shards == [padded[0::2], padded[1::2]]

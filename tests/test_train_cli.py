@@ -138,6 +138,26 @@ def test_resume_from_a_mid_epoch_checkpoint_finishes_that_epoch(corpus_root, tmp
     assert (second / "checkpoints" / s002).is_file() and len(val_errors(second)) == 1
 
 
+def test_two_ranks_resumed_mid_epoch_end_with_the_weights_of_a_run_never_stopped(corpus_root, tmp_path):
+    """model=supervised trainer.devices=2 stopped at a mid-epoch checkpoint and resumed from it: both ranks go on
+    with the rest of their own shards (it was an IndexError in Lightning's DistributedSamplerWrapper), and the
+    last checkpoint is the uninterrupted run's, weight for weight."""
+    whole, stopped, resumed = tmp_path / "whole", tmp_path / "stopped", tmp_path / "resumed"
+    args = ["model=supervised", "experiment=smoke", "trainer.devices=2", "trainer.max_epochs=1",
+            "+trainer.val_check_interval=0.5", "final_eval.split=null"]  # fmt: skip
+    run_train([*args, f"hydra.run.dir={whole}"], tmp_path, corpus_root)
+    run_train([*args, f"hydra.run.dir={stopped}"], tmp_path, corpus_root)
+    middle = sorted((stopped / "checkpoints").glob("epoch_000_step_*.ckpt"))[0]
+    state = torch.load(middle, weights_only=False)
+    assert state["DemonstrationDataModule"]["consumed"] == state["global_step"] > 0
+    run_train([*args, f"ckpt_path={middle}", f"hydra.run.dir={resumed}"], tmp_path, corpus_root)
+    a = torch.load(whole / "checkpoints" / "last.ckpt", weights_only=False)
+    b = torch.load(resumed / "checkpoints" / "last.ckpt", weights_only=False)
+    assert a["global_step"] == b["global_step"] == 2 * state["global_step"]
+    for key, weight in a["state_dict"].items():
+        assert torch.equal(weight, b["state_dict"][key]), key
+
+
 def test_a_time_limit_ends_the_first_epoch_and_keeps_a_checkpoint(corpus_root, tmp_path):
     """``+trainer.max_time`` must stop a run inside its first epoch (an epoch of the full corpus is 11,200
     batches): a ``trainer.min_epochs`` would silently override it. The stop validates and saves ``last.ckpt``."""

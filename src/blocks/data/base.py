@@ -8,6 +8,7 @@ batch measured slower on 2 cores (docs/results-archive.md#speed).
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Sequence
 from functools import cached_property
@@ -17,7 +18,7 @@ import pytorch_lightning as pl
 import torch
 import torch.distributed as dist
 from pytorch_lightning.trainer.states import TrainerFn
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader, DistributedSampler, Sampler
 
 from blocks.corpus.loader import Example, load_split
 from blocks.corpus.text import Vocabulary
@@ -38,7 +39,7 @@ def distributed_rank() -> tuple[int, int]:
     return 0, 1
 
 
-class EpochOrder(Sampler[int]):
+class EpochOrder(DistributedSampler):
     """The order of ``count`` items in epoch ``e``, a function of (seed, epoch) alone, so that a run resumed at an
     epoch's start sees the same order as one never stopped.
 
@@ -46,19 +47,36 @@ class EpochOrder(Sampler[int]):
     epoch draws the loader's base seed, a permutation, and a second permutation when the sampler runs out),
     replayed from the seed: the runs made before resuming was exact keep their figures. The trainer calls
     ``set_epoch`` before each epoch.
+
+    Under DDP each of ``world`` ranks takes every ``world``-th item of that order (padded with its first items to a
+    multiple of ``world``), the shard Lightning's ``DistributedSamplerWrapper`` gave it; being a
+    ``DistributedSampler`` itself, it is not wrapped, so a resumed epoch's shorter shard is not indexed past its
+    end (the wrapper indexed the order it had been handed by the full epoch's length).
     """
 
-    def __init__(self, count: int, seed: int, resume_at: tuple[int, int] | None = None, fixed: bool = False):
-        """``resume_at=(epoch, done)``: that epoch, when it comes, leaves out its first ``done`` items (already
-        trained on before a mid-epoch checkpoint); its length stays the epoch's, as the trainer counts it.
-        ``fixed``: epoch 0's order in every epoch."""
+    def __init__(
+        self,
+        count: int,
+        seed: int,
+        resume_at: tuple[int, int] | None = None,
+        fixed: bool = False,
+        rank: int | None = None,
+        world: int | None = None,
+    ):
+        """``resume_at=(epoch, done)``: that epoch, when it comes, leaves out the first ``done`` items of this
+        rank's shard (already trained on before a mid-epoch checkpoint); its length stays the epoch's, as the
+        trainer counts it. ``fixed``: epoch 0's order in every epoch. ``rank``, ``world``: this process's place
+        (default: the running process group's, or 0 of 1)."""
+        if rank is None or world is None:
+            rank, world = distributed_rank()
+        super().__init__(range(count), num_replicas=world, rank=rank, shuffle=False, drop_last=False)
         self.count, self.seed, self.epoch, self.resume_at, self.fixed = count, seed, 0, resume_at, fixed
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def __len__(self) -> int:
-        return self.count
+        return math.ceil(self.count / self.num_replicas)
 
     def __iter__(self):
         generator = torch.Generator().manual_seed(self.seed)
@@ -66,10 +84,13 @@ class EpochOrder(Sampler[int]):
             torch.empty((), dtype=torch.int64).random_(generator=generator)
             order = torch.randperm(self.count, generator=generator)
             torch.randperm(self.count, generator=generator)
+        order = order.tolist()
+        padded = order + order[: len(self) * self.num_replicas - self.count]
+        shard = padded[self.rank :: self.num_replicas]
         skip = 0
         if self.resume_at is not None and self.resume_at[0] == self.epoch:
             skip, self.resume_at = self.resume_at[1], None
-        return iter(order[skip:].tolist())
+        return iter(shard[skip:])
 
 
 class ReplayBatches(Sampler[list[int]]):
@@ -104,7 +125,7 @@ class ReplayBatches(Sampler[list[int]]):
         return len(self.steps)
 
     def order(self, epoch: int) -> list[int]:
-        sampler = EpochOrder(len(self.steps), self.seed, fixed=self.fixed_order)
+        sampler = EpochOrder(len(self.steps), self.seed, fixed=self.fixed_order, rank=0, world=1)
         sampler.set_epoch(epoch)
         return list(sampler)
 
