@@ -247,3 +247,39 @@ def test_a_plan_with_the_rays_is_never_refused_by_the_world_and_stays_on_the_boa
     edge = Task(np.array([[1.2, 0.0], [-1.0, -1.0]]), np.array([[1.6, 0.0], [-1.0, -1.0]]))
     assert np.allclose(plan(edge).points[-1], [1.6, 0.0])  # the release's planner has no board bound
     assert np.allclose(plan(edge, rule="rays").points[-1], [1.2, 0.0])  # the world refuses x = 1.3
+
+
+PLANNING_SCRIPT = """
+import signal, sys
+from blocks.bench.common import random_tasks
+from blocks.world.planner import DemonstrationCache
+noted = []
+signal.signal(signal.SIGTERM, lambda s, f: noted.append(s))  # as a trainer's handler does: note it, go on
+print("planning", flush=True)
+DemonstrationCache("release").plan_many(random_tasks(3000), processes=2)
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signum, status", [(15, 143), (2, 130)])
+def test_a_signal_to_the_process_group_while_planning_ends_it_at_once(signum, status):
+    """What timeout, SLURM, Ctrl-C and Ctrl-\\ do: the whole group gets the signal, the planning workers die, and
+    the pool would wait for their lost tasks for ever. It ends promptly with 128 + the signal instead."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen([sys.executable, "-c", PLANNING_SCRIPT], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        assert process.stdout.readline().strip() == "planning"
+        time.sleep(1.5)  # the workers are planning
+        os.killpg(process.pid, signum)
+        status_now = process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, 9)
+    err = process.stderr.read()
+    assert status_now == status and "while planning the demonstrations: stopped before training" in err
+    assert "finished" not in process.stdout.read()

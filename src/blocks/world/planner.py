@@ -20,7 +20,10 @@ import heapq
 import itertools
 import multiprocessing
 import signal
+import sys
+import threading
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
@@ -390,7 +393,8 @@ class DemonstrationCache:
         if processes > 1 and len(missing) > processes:
             pool = multiprocessing.get_context("fork").Pool(processes, initializer=_default_signals)
             try:
-                plans = pool.map(partial(plan, route=self.route), [t for _, t in missing], chunksize=8)
+                with _signals_end_planning():
+                    plans = pool.map(partial(plan, route=self.route), [t for _, t in missing], chunksize=8)
             except BaseException:
                 pool.terminate()
                 raise
@@ -406,6 +410,45 @@ def _default_signals() -> None:
     (Lightning's and job launchers' catch SIGTERM and would keep the worker alive)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class PlanningStopped(SystemExit):
+    """SIGTERM or Ctrl-C while the demonstrations were planned: the process exits with 128 + the signal."""
+
+
+@contextmanager
+def _signals_end_planning():
+    """While worker processes plan: SIGTERM or SIGINT ends the planning at once with :class:`PlanningStopped`.
+
+    A signal sent to the process group also kills the workers, and a pool whose workers died never finishes its
+    map; a training run's own handlers (which only note the signal, to stop after an update) would leave it
+    waiting for ever. After the first signal the default handlers are back, so a second one always ends the
+    process. Only the main thread can set handlers: elsewhere nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in signals}
+    stopped = []
+
+    def stop(signum: int, frame: object) -> None:
+        stopped.append(signum)
+        for s in signals:
+            signal.signal(s, signal.SIG_DFL)
+        name = signal.Signals(signum).name
+        print(f"{name} while planning the demonstrations: stopped before training (nothing to save); run the "
+              f"same command again to start over", file=sys.stderr, flush=True)  # fmt: skip
+        raise PlanningStopped(128 + signum)
+
+    for s in signals:
+        signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        if not stopped:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
 
 
 _caches = {route: DemonstrationCache(route) for route in ROUTES}
