@@ -18,8 +18,7 @@ log = logging.getLogger(__name__)
 
 # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
-_MMAP_CEILING = 32 << 20  # the largest mmap threshold glibc accepts on 64-bit systems
+_M_MMAP_MAX = -4
 _kept = False
 
 
@@ -42,10 +41,12 @@ def tune_process(threads: int | None = None) -> None:
 def keep_freed_memory() -> bool:
     """Keep freed memory in the process instead of handing it back to the system at once (Linux, glibc).
 
-    A training step allocates and frees tens of MB a batch (the uint8 stacks as floats are 28 MB at batch 32).
-    glibc serves such blocks with mmap and unmaps them on free, so every step faults every page in again: a
-    third of the standardisation's time and a fifth of a step's on 2 CPU cores (docs/experiments/engine.md).
-    Returns whether the allocator took the setting; elsewhere (macOS, musl, Windows) it does nothing.
+    A training step allocates and frees tens of MB a batch (the uint8 stacks as floats are 28 MB at batch 32, a
+    bandit chunk's about 60 MB). glibc serves such blocks with mmap and unmaps them on free, so every step faults
+    every page in again: a third of the standardisation's time and a fifth of a step's on 2 CPU cores
+    (docs/experiments/engine.md). Here every block comes from the heap (mmap only where the heap cannot grow), and
+    the heap keeps up to 1 GiB of freed memory. Returns whether the allocator took the setting; elsewhere (macOS,
+    musl, Windows) it does nothing.
     """
     global _kept
     if _kept:
@@ -57,8 +58,7 @@ def keep_freed_memory() -> bool:
         mallopt = libc.mallopt
     except (OSError, AttributeError):
         return False
-    # Blocks below the ceiling come from the heap, and the heap is not trimmed below 1 GiB of free top.
-    _kept = bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_CEILING)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
+    _kept = bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
     return _kept
 
 

@@ -97,7 +97,11 @@ class GracefulStop(pl.Callback):
     def on_train_batch_start(
         self, trainer: pl.Trainer, module: pl.LightningModule, batch: Any, batch_idx: int
     ) -> None:
-        if self.received is None or (isinstance(batch, RolloutPiece) and batch.index != 0):
+        if isinstance(batch, RolloutPiece) and batch.index != 0:
+            return  # an update is never cut in two
+        if trainer.world_size > 1:
+            self.received = self.agreed(trainer)
+        if self.received is None:
             return
         folder = Path(
             trainer.checkpoint_callback.dirpath if trainer.checkpoint_callback else trainer.default_root_dir
@@ -116,8 +120,21 @@ class GracefulStop(pl.Callback):
         progress.total.ready, progress.current.ready = progress.total.completed, progress.current.completed
         progress.is_last_batch = False  # it described the fetched batch; the previous one was not the last
         trainer.save_checkpoint(path, weights_only=False)  # the whole state: optimizer, loops, data position
-        log.warning("stopped at step %d; saved %s: resume with ckpt_path=%s", trainer.global_step, path, path)
+        log.warning(
+            "stopped at step %d; saved %s: resume with %s", trainer.global_step, path, resume_hint(path)
+        )
         raise SystemExit(128 + self.received)
+
+    def agreed(self, trainer: pl.Trainer) -> int | None:
+        """The signal any rank received, on every rank: a SIGTERM to the launching process reaches rank 0 alone,
+        and a rank that stopped by itself would leave the others waiting in the next collective for ever. One
+        number all-reduced before each update (tens of microseconds with gloo)."""
+        import torch
+        import torch.distributed as dist
+
+        mine = torch.tensor([self.received or 0], device=trainer.strategy.root_device)
+        dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+        return int(mine.item()) or None
 
     def on_fit_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         self.restore()
@@ -131,3 +148,14 @@ class GracefulStop(pl.Callback):
         for s, handler in self.previous.items():
             signal.signal(s, handler)
         self.previous = {}
+
+
+def resume_hint(path: Path) -> str:
+    """The overrides that resume the run a checkpoint belongs to: its Hydra run folder with ``ckpt_path=last``
+    (which also finds a supervised start stopped under ``<run>/pretrain``), else the file itself."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return f"hydra.run.dir={HydraConfig.get().runtime.output_dir} ckpt_path=last"
+    except ValueError:  # not under Hydra (a notebook's own Trainer)
+        return f"ckpt_path={path}"

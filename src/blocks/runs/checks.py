@@ -61,6 +61,22 @@ def check_config(cfg: DictConfig) -> None:
             and "render" in cfg.data
         ):
             check_picture(key, path, cfg.data.render)
+        if path and key == "ckpt_path":
+            check_stage(path, learner)
+
+
+def check_stage(path: str, learner: type) -> None:
+    """``ckpt_path`` resumes the learner that wrote it: a supervised start's checkpoint given to a bandit run
+    would start a new run with the wrong weights' optimizer state and no warning."""
+    kind = (load_file(path, mmap=True).get("hyper_parameters") or {}).get("kind")
+    ours = getattr(learner, "kind", None)
+    if kind and ours and kind != ours:
+        hint = (" (a run's supervised start: resume the whole run with hydra.run.dir=<run folder> ckpt_path=last)"
+                if kind == "supervised" else "")  # fmt: skip
+        raise ConfigError(
+            f"ckpt_path={path}: a {kind} checkpoint{hint}; this run trains {learner.__name__} ({ours}), which "
+            f"resumes only from its own checkpoints"
+        )
 
 
 def check_picture(key: str, path: str, render: str) -> None:
