@@ -4,6 +4,7 @@ and the supervised start of a rollout learner gets the settings it is given."""
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from pathlib import Path
 
@@ -202,6 +203,11 @@ def test_a_damaged_last_checkpoint_gives_way_to_the_newest_readable_one(tmp_path
     with caplog.at_level("WARNING"):
         assert resume_path(cfg) == str(folder / "epoch_000.ckpt")
     assert "last.ckpt is damaged" in caplog.text and "epoch_000.ckpt" in caplog.text
+    # The furthest step wins, whatever the files' times say (a folder copied with cp -r): not the newer epoch 0
+    torch.save({"global_step": 12}, folder / "epoch_000_step_000012.ckpt")
+    os.utime(folder / "epoch_000_step_000012.ckpt", (1, 1))
+    assert resume_path(cfg) == str(folder / "epoch_000_step_000012.ckpt")
+    (folder / "epoch_000_step_000012.ckpt").unlink()
     (folder / "epoch_000.ckpt").unlink()
     with pytest.raises(CheckpointError, match="no other checkpoint .* is readable"):
         resume_path(cfg)

@@ -147,3 +147,29 @@ def test_a_second_evaluation_into_a_busy_folder_is_refused_and_the_first_keeps_i
     again = subprocess.run([sys.executable, "eval.py", "agent=stop", "limit=3", "progress=false",
                             f"hydra.run.dir={folder}"], cwd=REPO, env=env, capture_output=True, text=True)  # fmt: skip
     assert again.returncode == 0, again.stderr[-1000:]
+
+
+def test_a_full_disk_leaves_no_figures_without_their_episodes(corpus_root, tmp_path, monkeypatch):
+    """The episodes are written first and the figures last, each whole or not at all: a disk that fills up while
+    writing leaves neither a truncated episodes.csv nor a metrics.json that describes episodes not there."""
+    import errno
+
+    from blocks import evaluate as module
+
+    out = tmp_path / "eval"
+    figures = module.evaluate_split(StopAgent(), "dev", out, root=str(corpus_root), limit=3, progress=False)
+    assert json.loads((out / "metrics.json").read_text()) == figures
+    assert len((out / "episodes.csv").read_text().splitlines()) == 4
+    full = tmp_path / "full"
+
+    def no_space(descriptor):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(module.os, "fsync", no_space)
+    with pytest.raises(OSError, match="No space left"):
+        module.evaluate_split(StopAgent(), "dev", full, root=str(corpus_root), limit=3, progress=False)
+    assert sorted(p.name for p in full.iterdir()) == []  # nothing half-written, no temporary file left
+    with pytest.raises(OSError, match="No space left"):
+        module.evaluate_split(StopAgent(), "dev", out, root=str(corpus_root), limit=3, progress=False)
+    assert sorted(p.name for p in out.iterdir()) == ["episodes.csv", "metrics.json"]  # the first run's, whole
+    assert len((out / "episodes.csv").read_text().splitlines()) == 4

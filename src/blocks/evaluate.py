@@ -70,13 +70,32 @@ def write_episodes(
     """One CSV row per episode (uid, corpus episode, then every :class:`EpisodeResult` field), so that two agents
     can be compared example by example (``scripts/compare_episodes.py``)."""
     import csv
+    import io
     from dataclasses import asdict
 
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["uid", "episode", *asdict(results[0])])
-        for example, result in zip(examples, results, strict=True):
-            writer.writerow([example.uid, example.episode, *asdict(result).values()])
+    table = io.StringIO(newline="")
+    writer = csv.writer(table)
+    writer.writerow(["uid", "episode", *asdict(results[0])])
+    for example, result in zip(examples, results, strict=True):
+        writer.writerow([example.uid, example.episode, *asdict(result).values()])
+    write_atomically(path, table.getvalue())
+
+
+def write_atomically(path: str | os.PathLike, text: str) -> None:
+    """``text`` to ``path`` whole or not at all: written beside it, synced, then renamed over it. A full disk or a
+    kill leaves the old file (or none), never a truncated one; the results' writers call it figures last, so a
+    metrics file always has its episodes beside it."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.partial")
+    try:
+        with open(temporary, "w", newline="", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def evaluate_split(
@@ -109,8 +128,10 @@ def evaluate_split(
         figures["picture"] = picture
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    (output / "metrics.json").write_text(json.dumps(figures, indent=2) + "\n")
     write_episodes(output / "episodes.csv", examples, results)
+    write_atomically(
+        output / "metrics.json", json.dumps(figures, indent=2) + "\n"
+    )  # last: its episodes are there
     return figures
 
 

@@ -19,7 +19,7 @@ def final_evaluation(
     """Evaluate the checkpoint the tuning split selected on ``final_eval.split`` (dev by default) and print
     its row beside the paper's; also written to ``final_eval.json`` and ``episodes.csv`` in the run folder."""
     from blocks.corpus.loader import load_split
-    from blocks.evaluate import run_episodes, write_episodes
+    from blocks.evaluate import run_episodes, write_atomically, write_episodes
     from blocks.paper import comparison_row
     from blocks.render.factory import make_renderer
     from blocks.world.metrics import summarize
@@ -53,8 +53,10 @@ def final_evaluation(
     if len(installs) > 1:  # resumed under other versions: from which step each install trained
         record["installs"] = installs
     output = Path(cfg.paths.output_dir)
-    (output / "final_eval.json").write_text(json.dumps(record, indent=2) + "\n")
     write_episodes(output / "episodes.csv", examples, results)
+    write_atomically(
+        output / "final_eval.json", json.dumps(record, indent=2) + "\n"
+    )  # last: a rerun skips on it
     print(f"\n{split} figures of {record['checkpoint']} (selected on the tuning split):", flush=True)
     print(comparison_row(name, record), flush=True)
     return record

@@ -22,7 +22,7 @@ def resume_path(cfg: DictConfig, folder: Path | None = None, required: bool = Tr
     its pretraining's), which must exist when ``required`` (each run gets a new folder: resuming needs the old
     one named). ``auto`` takes it if there is one and starts afresh otherwise: what a sweep job run again after
     an interruption needs (its folder does not change). A damaged ``last.ckpt`` (cut short by a kill) gives way
-    to the newest readable checkpoint of the run, said in the log.
+    to the run's readable checkpoint of the furthest step, said in the log.
     """
     wanted = cfg.get("ckpt_path")
     if wanted not in ("last", "auto"):
@@ -42,16 +42,25 @@ def resume_path(cfg: DictConfig, folder: Path | None = None, required: bool = Tr
     try:
         load_file(last, mmap=True)
     except CheckpointError as damaged:
-        others = sorted((p for p in checkpoints.glob("*.ckpt") if p != last), key=lambda p: p.stat().st_mtime)
-        for candidate in reversed(others):
+        readable = {}  # the furthest step wins, not the latest file time: cp -r and rsync rewrite times
+        for candidate in checkpoints.glob("*.ckpt"):
+            if candidate == last:
+                continue
             try:
-                load_file(candidate, mmap=True)
+                readable[candidate] = (
+                    int(load_file(candidate, mmap=True).get("global_step", -1)),
+                    candidate.name,
+                )
             except CheckpointError:
                 continue
-            log.warning("%s is damaged (%s); resuming from %s, the newest readable checkpoint of the run",
-                        last, damaged, candidate)  # fmt: skip
-            return str(candidate)
-        raise CheckpointError(f"{damaged}; no other checkpoint in {checkpoints} is readable either") from None
+        if not readable:
+            raise CheckpointError(
+                f"{damaged}; no other checkpoint in {checkpoints} is readable either"
+            ) from None
+        candidate = max(readable, key=readable.get)
+        log.warning("%s is damaged (%s); resuming from %s, the run's readable checkpoint of the furthest step (%d)",
+                    last, damaged, candidate, readable[candidate][0])  # fmt: skip
+        return str(candidate)
     log.info("resuming %s", last)
     return str(last)
 
