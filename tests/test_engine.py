@@ -36,13 +36,6 @@ def test_standardize_writes_a_fresh_channels_last_tensor_and_leaves_its_input_al
     assert torch.allclose(out.mean(dim=(1, 2, 3)), torch.zeros(3), atol=1e-5)
 
 
-def test_bf16_units_are_read_off_the_cpus_flags():
-    assert engine.bf16_flags_in("flags : fpu avx2 avx512f avx512_bf16 amx_tile")
-    assert engine.bf16_flags_in("flags : fpu amx_bf16")
-    assert not engine.bf16_flags_in("flags : fpu avx avx2 avx512f avx512bw")
-    assert isinstance(engine.has_bf16_units("cpu"), bool)
-
-
 def test_the_instruction_is_read_in_float32_under_bf16_autocast():
     torch.manual_seed(0)
     network = PolicyNetwork(50, **SMALL)

@@ -1,4 +1,4 @@
-"""How a process runs the networks fast: torch's threads, the memory allocator, compiled modules, bf16 units.
+"""How a process runs the networks fast: torch's threads, the memory allocator, compiled modules.
 
 Nothing here changes what is computed; docs/experiments/engine.md has the measurements behind each default.
 """
@@ -11,8 +11,6 @@ import os
 import shutil
 import sys
 import time
-from functools import cache
-from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -60,30 +58,6 @@ def keep_freed_memory() -> bool:
         return False
     _kept = bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
     return _kept
-
-
-@cache
-def cpu_has_bf16_units() -> bool:
-    """Whether this CPU multiplies bf16 in hardware (AVX-512 BF16 or AMX); without them torch emulates bf16, and
-    the paper's CNN ran 12x slower in bf16 than in float32 on an AVX2 CPU (docs/experiments/engine.md)."""
-    try:
-        return bf16_flags_in(Path("/proc/cpuinfo").read_text())
-    except OSError:
-        return False
-
-
-def bf16_flags_in(cpuinfo: str) -> bool:
-    """Whether a ``/proc/cpuinfo`` text lists a bf16 unit among its flags."""
-    return any(flag in cpuinfo.split() for flag in ("avx512_bf16", "amx_bf16"))
-
-
-def has_bf16_units(device: str = "cpu") -> bool:
-    """Whether ``device`` (``cpu``, ``cuda``, ``gpu``) computes bf16 in hardware."""
-    if device in ("cuda", "gpu"):
-        import torch
-
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
-    return cpu_has_bf16_units()
 
 
 def c_compiler() -> str | None:

@@ -27,9 +27,8 @@ from blocks.model.goal_map import GoalMap
 from blocks.world.geometry import BLOCK_SIDE, MAX_BLOCKS, NUM_DIRECTIONS, STOP
 
 GOAL_OUTPUTS = 4  # goal x, z and offset x, z of the moved block
-LENGTH_GROUPS = (
-    4  # a CPU batch's instructions are read in this many groups of similar length (encode_instruction)
-)
+# a CPU batch's instructions are read in this many groups of similar length (encode_instruction)
+LENGTH_GROUPS = 4
 UNKNOWN_WORD = 1  # the vocabulary's ids: 0 pads, 1 is a word never seen in training (blocks.corpus.text)
 INITIALISATIONS = (
     "appendix",
