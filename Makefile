@@ -1,4 +1,5 @@
-# Every target creates or reuses the virtual environment first (torch 2.13.0, CPU build by default).
+# Every target creates or reuses the virtual environment first (torch 2.13.0: the CPU build where pip's index has it; from
+# PyPI on Linux that is the CUDA build, so see the README for TORCH_SPEC with the CPU wheel index).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -21,7 +22,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)  ## the fast in-process tests (under 3 minutes on 2 CPU cores)
+test: $(STAMP)  ## the fast tests (about 6 minutes on 2 CPU cores)
 	$(PYTEST) -m "not slow"
 
 test-all: $(STAMP)  ## every test, the end-to-end runs included: what CI runs

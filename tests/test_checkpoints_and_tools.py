@@ -6,6 +6,7 @@ are end-to-end and marked slow.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from blocks.errors import UsageError
+from blocks.errors import ConfigError, UsageError
 
 from .conftest import REPO
 
@@ -203,6 +204,17 @@ def test_the_shipped_bandit_ensemble_stops_on_its_own_and_beats_stop(corpus_root
     ensemble = evaluate(agent, examples, render_frames=Renderer(corpus_root).render, progress=False)
     assert ensemble["horizon_rate"] < 0.85
     assert ensemble["mean_error"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 1.0
+
+
+def test_load_learner_opens_the_board_readers_and_the_goal_networks_checkpoints_too():
+    """The README says any learner's checkpoint: the read-and-plan agent's two networks are learners too."""
+    from blocks.learn.goal import GoalLearner
+    from blocks.learn.load import load_learner
+    from blocks.learn.perception import PerceptionLearner
+
+    assert isinstance(load_learner(str(SHIPPED / "board_reader.ckpt")), PerceptionLearner)
+    goal = load_learner(str(SHIPPED / "goal_predictor.ckpt"))
+    assert isinstance(goal, GoalLearner) and not goal.training
 
 
 @pytest.mark.parametrize("name", ["spo.ckpt", "spo_release_world.ckpt"])
@@ -666,6 +678,39 @@ def test_the_commands_refuse_a_checkpoint_that_would_run_code_in_one_line(corpus
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and "bad.ckpt: refused" in lines[0]
         assert not marker.exists()
+
+
+def test_gif_of_the_read_and_plan_agent_loads_the_shipped_networks_as_eval_does(
+    corpus_root, tmp_path, capsys
+):
+    """No reader= or goal= needed: the defaults are conf/agent/read_and_plan.yaml's, whose options are the agent's."""
+    from omegaconf import OmegaConf
+
+    from blocks.agents.reader import ReadAndPlanAgent
+    from blocks.animate import DEFAULTS, main
+
+    recipe = OmegaConf.load(REPO / "conf" / "agent" / "read_and_plan.yaml")
+    assert (DEFAULTS["reader"], DEFAULTS["goal"]) == (recipe.reader, recipe.goal)
+    defaults = inspect.signature(ReadAndPlanAgent.__init__).parameters
+    assert all(defaults[k].default == v for k, v in recipe.items() if k not in ("_target_", "reader", "goal"))
+    out = main(["agent=read_and_plan", "index=3", f"out={tmp_path / 'rp.gif'}", f"data_root={corpus_root}"])
+    assert out.is_file() and "final error" in capsys.readouterr().out
+
+
+def test_gif_to_a_place_that_cannot_be_written_is_one_line_before_the_episode(tmp_path):
+    from blocks.animate import main
+
+    # A folder in the way: what a folder without write permission gives a user without root's override. The corpus
+    # (data_root) is not reached.
+    (tmp_path / "x.gif").mkdir()
+    with pytest.raises(ConfigError, match=r"out=.*x.gif: cannot write it \(Is a directory\)"):
+        main(["agent=stop", f"out={tmp_path / 'x.gif'}", "data_root=/nonexistent"])
+
+
+def test_the_readmes_gif_command_writes_under_logs_not_over_the_tracked_gif():
+    readme = (REPO / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if "python -m blocks.animate" in line)
+    assert "out=docs/" not in command
 
 
 @pytest.mark.parametrize("text", ["?!.,;:", "move ${lower:x} left", "a: {b}, [c]"])

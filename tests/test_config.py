@@ -266,6 +266,34 @@ def test_a_bad_training_value_is_one_line_naming_the_key(override):
 
 
 @pytest.mark.parametrize(
+    "model, override",
+    [("bandit", "model.gradient_clip=-1"), ("bandit", "data.horizon=0"), ("bandit", "data.horizon=-3"),
+     ("bandit", "data.frames=0"), ("supervised", "model.goal_loss_weight=inf"), ("bandit", "model.entropy_coef=nan"),
+     ("bandit", "model.entropy_coef=abc"), ("dqn", "model.gamma=1.5"), ("spo", "model.clip=0"),
+     ("supervised", "pretrain.gradient_clip=-0.5"), ("supervised", "trainer.gradient_clip_val=-1"),
+     ("goal_predictor", "model.dropout=2"), ("bandit", "model.lr=nan"), ("bandit", "pretrain.lr=0")],
+)  # fmt: skip
+def test_a_value_that_would_change_or_break_the_run_quietly_is_one_line_naming_the_key(model, override):
+    """Accepted before: a negative clip norm, a horizon of 0, an infinite loss weight trained into nonsense; nan
+    and 0 frames failed after the first update."""
+    key, start = override.split("=")[0], [f"model={model}"] + ["pretrain.epochs=0"] * (model == "spo")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}=.*: must be (an integer|a finite number)"):
+        check_config(composed(*start, override))
+    check_config(composed(*start))  # its defaults pass
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [("trainer.devices=abc", "a number of processes"), ("trainer.devices=[0,1]", "a number of processes"),
+     ("trainer.devices=true", "a number of processes"), ("+trainer.foo=1", "trainer.foo: not a key of Trainer")],
+)  # fmt: skip
+def test_a_trainer_value_lightning_would_refuse_with_a_traceback_is_one_line(override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_config(composed("model=bandit", override))
+    check_config(composed("model=bandit", "trainer.devices=auto"))
+
+
+@pytest.mark.parametrize(
     "override", ["batch_size=0", "limit=abc", "limit=0", "limit=-1", "seed=abc", "threads=0"]
 )
 def test_a_bad_evaluation_value_is_one_line_naming_the_key(override):

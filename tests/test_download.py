@@ -65,6 +65,41 @@ def test_unreachable_file_names_it_and_says_what_to_do(server, fake_checksums, t
         dl.ensure_file("devset.json", tmp_path / "cache", url)
 
 
+def test_a_mistyped_data_root_is_named_and_not_created(server, fake_checksums, tmp_path, monkeypatch):
+    _, url = server  # nothing served: the download fails
+    typo = tmp_path / "blcoks" / "data"
+    monkeypatch.setenv("BLOCKS_DATA", str(typo))
+    with pytest.raises(dl.CorpusError, match=r"^BLOCKS_DATA=.*blcoks/data: no such folder \(mistyped\?\)"):
+        dl.ensure_file("devset.json", None, url)
+    assert not (tmp_path / "blcoks").exists()
+
+
+@pytest.mark.parametrize("where", ["BLOCKS_DATA", "data.root"])
+def test_a_data_root_that_is_a_file_is_one_line(fake_checksums, tmp_path, monkeypatch, where):
+    (tmp_path / "corpus.zip").write_bytes(b"PK")
+    monkeypatch.setenv(
+        "BLOCKS_DATA", str(tmp_path / "corpus.zip") if where == "BLOCKS_DATA" else str(tmp_path)
+    )
+    root = None if where == "BLOCKS_DATA" else tmp_path / "corpus.zip"
+    with pytest.raises(dl.CorpusError, match=rf"^{where}=.*corpus.zip: a file, not a folder"):
+        dl.ensure_file("devset.json", root)
+
+
+def test_a_corpus_file_that_is_a_folder_or_unreadable_is_one_line(fake_checksums, tmp_path, monkeypatch):
+    (tmp_path / "devset.json").mkdir()
+    with pytest.raises(dl.CorpusError, match=r"devset.json: not a file \(a folder\?\)"):
+        dl.ensure_file("devset.json", tmp_path)
+    (tmp_path / "devset.json").rmdir()
+    (tmp_path / "devset.json").write_bytes(b"[]")
+
+    def denied(path):  # what a file of mode 000 gives a user without root's override
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(dl, "sha256_of", denied)
+    with pytest.raises(dl.CorpusError, match=r"devset.json: cannot be read \(Permission denied\)"):
+        dl.ensure_file("devset.json", tmp_path)
+
+
 def test_corrupt_file_on_disk_is_reported(fake_checksums, tmp_path):
     (tmp_path / "devset.json").write_bytes(b"[1]")
     with pytest.raises(dl.CorpusError, match="corrupt or not the released file"):

@@ -116,7 +116,7 @@ def test_random_figures_do_not_depend_on_the_batch_size(two_block_task):
 
 
 @pytest.mark.slow
-def test_a_second_evaluation_into_a_busy_folder_is_refused_and_the_first_keeps_its_configuration(
+def test_a_second_evaluation_into_a_busy_or_finished_folder_is_refused_and_the_first_keeps_its_configuration(
     corpus_root, tmp_path
 ):
     import time
@@ -142,10 +142,22 @@ def test_a_second_evaluation_into_a_busy_folder_is_refused_and_the_first_keeps_i
     overrides = (folder / ".hydra" / "overrides.yaml").read_text()
     assert "ckpt_path=checkpoints/bandit.ckpt" in overrides and "seed=7" not in overrides
     assert not (folder / ".evaluating").exists()
-    # A claim left by a process that is gone (a killed run) is taken over.
-    (folder / ".evaluating").write_text("999999999")
-    again = subprocess.run([sys.executable, "eval.py", "agent=stop", "limit=3", "progress=false",
+    # One after the other: the first's figures stand, the second is refused and its command logged beside them.
+    metrics = (folder / "metrics.json").read_text()
+    after = subprocess.run([sys.executable, "eval.py", "agent=stop", "seed=8", "limit=3", "progress=false",
                             f"hydra.run.dir={folder}"], cwd=REPO, env=env, capture_output=True, text=True)  # fmt: skip
+    assert after.returncode == 2 and "holds an earlier evaluation's results" in after.stderr
+    assert (folder / "metrics.json").read_text() == metrics and (
+        folder / ".hydra" / "overrides.yaml"
+    ).read_text() == overrides
+    logged = [p.read_text() for p in (folder / ".hydra" / "later").glob("*/overrides.yaml")]
+    assert len(logged) == 2 and any("seed=7" in o for o in logged) and any("seed=8" in o for o in logged)
+    # A claim left by a process that is gone (a killed run) is taken over.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / ".evaluating").write_text("999999999")
+    again = subprocess.run([sys.executable, "eval.py", "agent=stop", "limit=3", "progress=false",
+                            f"hydra.run.dir={fresh}"], cwd=REPO, env=env, capture_output=True, text=True)  # fmt: skip
     assert again.returncode == 0, again.stderr[-1000:]
 
 

@@ -167,6 +167,16 @@ def test_a_checkpoint_rebuilds_its_network_without_lightning(tmp_path):
         read_checkpoint(path)
     with pytest.raises(CheckpointError, match="no such checkpoint file"):
         read_checkpoint(tmp_path / "missing.ckpt")
+    # what is not a torch file at all is named as such, not as a file that might run code when opened
+    (tmp_path / "random.ckpt").write_bytes(np.random.default_rng(0).bytes(4000))
+    (tmp_path / "notes.ckpt").write_text("hello\n")
+    for name in ("random.ckpt", "notes.ckpt"):
+        with pytest.raises(
+            CheckpointError, match=r"not a checkpoint \(torch writes a zip archive or a pickle"
+        ):
+            read_checkpoint(tmp_path / name)
+    with pytest.raises(CheckpointError, match="a folder, not a checkpoint file"):
+        read_checkpoint(tmp_path)
 
 
 def test_the_goal_head_reads_the_hidden_layer_and_leaves_the_actions_alone():

@@ -250,6 +250,11 @@ def test_resume_continues_the_run_as_recorded_and_refuses_a_contradiction(corpus
     assert (
         len(out.stderr.strip().splitlines()) == 1 and (run / ".hydra" / "config.yaml").read_text() == recorded
     )
+    # The run's own overrides and Hydra settings stay; each later command (refused or not) is logged beside them.
+    assert (run / ".hydra" / "overrides.yaml").read_text().splitlines() == [f"- {o}" for o in first]
+    assert "ckpt_path=last" not in (run / ".hydra" / "hydra.yaml").read_text()
+    later = sorted((run / ".hydra" / "later").glob("*/overrides.yaml"))
+    assert len(later) == 2 and "data.max_train_examples=16" in later[1].read_text()
     run_train([f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_epochs=2"], tmp_path, corpus_root)
     last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
     assert last["epoch"] == 1 and last["run_record"]["config"]["data"]["max_train_examples"] == 8
@@ -429,9 +434,10 @@ def test_spo_rolls_out_batches_on_the_device_on_two_processes(corpus_root, tmp_p
             "error: ckpt_path=/nonexistent/last.ckpt: no such",
         ),
         (["model=spo", "pretrain.epochs=2"], "error: model=spo learns from scratch"),
-        (["model.lr=nan"], "error: model.lr must be a finite number above 0, got nan"),
-        (["model.lr=inf"], "error: model.lr must be a finite number above 0, got inf"),
-        (["model.lr=abc"], "error: model.lr must be a finite number above 0, got 'abc'"),
+        (["model.lr=nan"], "error: model.lr=nan: must be a finite number above 0"),
+        (["model.lr=inf"], "error: model.lr=inf: must be a finite number above 0"),
+        (["model.lr=abc"], "error: model.lr='abc': must be a finite number above 0"),
+        (["model=bandit", "+foo=1"], "error: +foo=1: foo is not a key of this command's config"),
         (["trainer.devices=0"], "error: trainer.devices=0: at least 1"),
         (["data.render=glossy"], "error: data.render='glossy': unknown picture; one of flat, release"),
         (
@@ -453,6 +459,16 @@ def test_a_run_folder_that_cannot_be_written_is_one_line(corpus_root, tmp_path):
                     check=False)  # fmt: skip
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [out.stderr.strip()]
     assert out.stderr.startswith("error: cannot write the run's folder: Not a directory")
+    # A folder whose log file cannot be opened (as in one of mode 555 to a user without root's override): logging's
+    # "Unable to configure handler 'file'" wraps the refusal, 53 lines before.
+    (tmp_path / "old_run" / "train.log").mkdir(parents=True)
+    out = run_train(["experiment=smoke", f"hydra.run.dir={tmp_path / 'old_run'}"], tmp_path, corpus_root,
+                    check=False)  # fmt: skip
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [out.stderr.strip()]
+    assert (
+        out.stderr.startswith("error: cannot write the run's folder: Is a directory")
+        and "train.log" in out.stderr
+    )
 
 
 TINY = ["data.max_train_examples=16", "data.max_val_examples=8", "data.batch_size=8", "data.val_batch_size=8",

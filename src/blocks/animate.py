@@ -3,7 +3,8 @@
 python -m blocks.animate agent=policy ckpt_path=checkpoints/bandit.ckpt split=dev index=0 [out=logs/gif/x.gif]
 python -m blocks.animate agent=goal ckpt_path=checkpoints/supervised_goal.ckpt split=dev index=0
 python -m blocks.animate agent=demonstrations split=dev index=3
-python -m blocks.animate agent=read_and_plan reader=<r.ckpt> goal=<g.ckpt> split=dev index=0   # + what it read
+python -m blocks.animate agent=read_and_plan split=dev index=0   # + what it read (the shipped reader and goal
+    network, as eval.py loads them; reader=<r.ckpt> goal=<g.ckpt> for others)
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from blocks.errors import ConfigError
 
 DEFAULTS = {
     "agent": "policy", "ckpt_path": None, "split": "dev", "index": 0, "instruction": None, "out": None,
-    "scale": 4, "ms_per_frame": 350, "data_root": None, "reader": None, "goal": None,
+    "scale": 4, "ms_per_frame": 350, "data_root": None,
+    "reader": "checkpoints/board_reader.ckpt", "goal": "checkpoints/goal_predictor.ckpt",  # conf/agent/read_and_plan
 }  # fmt: skip
 
 
@@ -91,6 +93,23 @@ def write_gif(
     return path
 
 
+def writable(path: Path) -> Path:
+    """``path`` once its folder exists and the file can be written: checked before the episode runs, one line
+    (exit 2) where it cannot."""
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab"):
+            pass
+    except OSError as error:
+        raise ConfigError(
+            f"out={path}: cannot write it ({error.strerror}); choose another out=<file.gif>"
+        ) from None
+    if not existed:
+        path.unlink()
+    return path
+
+
 def main(argv: list[str]) -> Path:
     from blocks.agents import DemonstrationAgent, RandomAgent, StopAgent
     from blocks.agents.goal import GoalSeekingAgent
@@ -119,6 +138,7 @@ def main(argv: list[str]) -> Path:
               "read_and_plan": ReadAndPlanAgent}  # fmt: skip
     if cfg.agent not in agents:
         raise ConfigError(f"unknown agent {cfg.agent!r}; choose one of {', '.join(agents)}")
+    out = writable(Path(cfg.out or f"logs/gif/{cfg.agent}_{cfg.split}_{cfg.index}.gif"))
     if cfg.agent == "read_and_plan":
         if not cfg.reader or not cfg.goal:
             raise ConfigError(
@@ -137,7 +157,6 @@ def main(argv: list[str]) -> Path:
     instruction = texts[-1] if texts and texts[-1].strip() else example.instruction
     renderer = make_renderer(getattr(agent, "render", "flat"), root, getattr(agent, "image_size", 120))
     episode = run_episode(agent, example.task, instruction, renderer)
-    out = Path(cfg.out or f"logs/gif/{cfg.agent}_{cfg.split}_{cfg.index}.gif")
     reading = {k: v[0] for k, v in agent.perceived.items()} if getattr(agent, "perceived", None) else None
     write_gif(episode, out, cfg.scale, cfg.ms_per_frame, reading)
     print(f"{instruction}\n{len(episode.actions)} steps, final error {episode.error:.2f}; wrote {out}")

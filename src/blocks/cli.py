@@ -43,6 +43,17 @@ def usage_error(error: BaseException | None) -> BaseException | None:
     return None
 
 
+def file_error(error: BaseException | None) -> OSError | None:
+    """The operating system's refusal (a file's permission, a folder in the way) among ``error``'s causes."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, OSError) and error.errno is not None:
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def one_line(error: BaseException) -> str:
     """Hydra's several-line messages (options listed one per line, the search path) folded into one line."""
     text = str(error).split("\nConfig search path")[0]
@@ -109,12 +120,14 @@ def run(main: Callable[[], Any]) -> None:
         if os.environ.get(_SHOW) == "1":
             raise
         usage = usage_error(error)
-        if usage is None and isinstance(error, OSError) and error.errno is not None and not _task["started"]:
-            # Hydra creates the run's folder and its log file before the task starts: a path that cannot be
-            # written is the user's to change, not a 50-line traceback. (Hydra's own "config not found" is an
-            # OSError without an errno; usage_error words it.)
+        denied = None if _task["started"] else file_error(error)
+        if usage is None and denied is not None:
+            # Hydra creates the run's folder and its log file before the task starts (the log file's failure comes
+            # wrapped in logging's "Unable to configure handler"): a path that cannot be written is the user's to
+            # change, not a 50-line traceback. (Hydra's own "config not found" is an OSError without an errno;
+            # usage_error words it.)
             usage = ConfigError(
-                f"cannot write the run's folder: {error.strerror} ({error.filename}); choose a writable one with "
+                f"cannot write the run's folder: {denied.strerror} ({denied.filename}); choose a writable one with "
                 f"hydra.run.dir=<folder> (sweeps: hydra.sweep.dir=<folder>) or paths.log_dir=<folder>"
             )
         if usage is None:
@@ -172,6 +185,18 @@ TRAIN_INTEGERS: dict[str, tuple[int | None, bool]] = {
     "pretrain.epochs": (0, False),
     "pretrain.batch_size": (1, False),
     "final_eval.limit": (1, True),
+    "data.frames": (1, False),
+    "data.horizon": (1, False),
+    "data.batches_per_epoch": (1, False),
+    "model.batch_size": (1, False),
+    "model.episodes_per_update": (1, False),
+    "model.memory_size": (1, False),
+    "model.replay_batch": (1, False),
+    "model.epsilon_frames": (1, False),
+    "model.ppo_epochs": (1, False),
+    "model.chunk_frames": (1, False),
+    "model.schedule_window": (1, False),
+    "model.stop_radius": (0, False),
 }
 EVAL_INTEGERS: dict[str, tuple[int | None, bool]] = {
     "seed": (None, False),
@@ -179,6 +204,58 @@ EVAL_INTEGERS: dict[str, tuple[int | None, bool]] = {
     "batch_size": (1, False),
     "limit": (1, True),
 }
+
+
+# Real-valued settings: key -> (lowest, highest, whether the lowest itself is refused, whether null is allowed).
+# nan, inf, a word or a value out of range is one line naming the key: a negative clip norm, an infinite loss
+# weight or a nan entropy coefficient would otherwise train quietly into nonsense or fail after the first update.
+TRAIN_NUMBERS: dict[str, tuple[float, float | None, bool, bool]] = {
+    "model.lr": (0, None, True, False),
+    "pretrain.lr": (0, None, True, False),
+    "model.gradient_clip": (0, None, False, True),  # 0 or null: no clipping
+    "pretrain.gradient_clip": (0, None, False, True),
+    "trainer.gradient_clip_val": (0, None, False, True),
+    "model.goal_loss_weight": (0, None, False, False),
+    "model.entropy_coef": (0, None, False, False),
+    "model.distill_weight": (0, None, False, False),
+    "model.value_loss_weight": (0, None, False, False),
+    "model.block_loss_weight": (0, None, False, False),
+    "model.background_weight": (0, None, False, False),
+    "model.clip": (0, None, True, False),
+    "model.gamma": (0, 1, False, False),
+    "model.epsilon_start": (0, 1, False, False),
+    "model.epsilon_end": (0, 1, False, False),
+    "model.priority_exponent": (0, None, False, False),
+    "model.oracle_rollin": (0, 1, False, False),
+    "model.position_noise": (0, None, False, False),
+    "model.translate": (0, None, False, False),
+    "model.relabel": (0, 1, False, False),
+    "model.dropout": (0, 1, False, False),
+    "data.demonstration_fraction": (0, 1, False, False),
+    "data.corpus_share": (0, 1, False, False),
+}
+
+
+def check_numbers(cfg: Any, rules: dict[str, tuple[float, float | None, bool, bool]]) -> None:
+    """Each key of ``rules`` present in ``cfg`` holds a finite number in its range (or null where allowed)."""
+    import math
+
+    from omegaconf import OmegaConf
+
+    for key, (lowest, highest, above, nullable) in rules.items():
+        value = OmegaConf.select(cfg, key, default="<absent>")
+        if value == "<absent>" or (value is None and nullable):
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if (
+            not number
+            or value < lowest
+            or (above and value == lowest)
+            or (highest is not None and value > highest)
+        ):
+            wanted = f"a finite number {'above' if above else 'at least'} {lowest:g}"
+            wanted += f" and at most {highest:g}" if highest is not None else ""
+            raise ConfigError(f"{key}={value!r}: must be {wanted}" + (" (or null: none)" if nullable else ""))
 
 
 def check_integers(cfg: Any, rules: dict[str, tuple[int | None, bool]]) -> None:

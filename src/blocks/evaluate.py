@@ -137,9 +137,9 @@ def evaluate_split(
 
 @contextlib.contextmanager
 def claim_folder(folder: str | os.PathLike) -> Iterator[None]:
-    """Hold ``folder`` for one evaluation: a second one started into it while the first runs is refused (one line),
-    instead of both writing there and leaving one's figures beside the other's configuration. A claim whose
-    process is gone (a killed run) is taken over."""
+    """Hold ``folder`` for one evaluation: a second one started into it while the first runs, or after it finished,
+    is refused (one line), instead of both writing there and leaving one's figures beside the other's
+    configuration. A claim whose process is gone (a killed run) is taken over."""
     from blocks.errors import UsageError
 
     lock = Path(folder) / ".evaluating"
@@ -159,22 +159,17 @@ def claim_folder(folder: str | os.PathLike) -> Iterator[None]:
         os.write(handle, str(os.getpid()).encode())
         os.close(handle)
         break
+    # An evaluation finished there: its figures are not replaced.
+    if (Path(folder) / "metrics.json").is_file():
+        lock.unlink(missing_ok=True)
+        raise UsageError(
+            f"{folder}: holds an earlier evaluation's results (metrics.json, episodes.csv); give this one its own "
+            f"folder (hydra.run.dir=...), or remove them to evaluate there again"
+        )
     try:
         yield
     finally:
         lock.unlink(missing_ok=True)
-
-
-def _own_configuration(cfg) -> None:
-    """Write this run's configuration beside its figures again: a refused run started into the same folder has
-    already had Hydra write its own there."""
-    from hydra.core.hydra_config import HydraConfig
-    from omegaconf import OmegaConf
-
-    folder = Path(cfg.paths.output_dir) / ".hydra"
-    if HydraConfig.initialized() and folder.is_dir():
-        OmegaConf.save(cfg, folder / "config.yaml")
-        OmegaConf.save(OmegaConf.create(list(HydraConfig.get().overrides.task)), folder / "overrides.yaml")
 
 
 def _alive(pid: int) -> bool:
@@ -212,6 +207,5 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
             agent, cfg.split, cfg.paths.output_dir, cfg.data.root, cfg.get("limit"), {"agent": name},
             cfg.data.image_size, batch_size=cfg.batch_size, seed=cfg.seed, progress=cfg.progress,
         )  # fmt: skip
-        _own_configuration(cfg)
     print(json.dumps(record), flush=True)
     return record

@@ -7,6 +7,7 @@ a pinned commit and accepted only if its SHA-256 matches the table below.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -79,8 +80,23 @@ def sha256_of(path: Path) -> str:
 
 
 def download(url: str, destination: Path, expected_sha256: str, timeout: float = 60.0) -> Path:
-    """Fetch ``url`` to ``destination`` with a progress bar; keep it only if the checksum matches."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
+    """Fetch ``url`` to ``destination`` with a progress bar; keep it only if the checksum matches. Folders made for
+    it are removed again when it fails (a mistyped data root is not left behind)."""
+    made = [folder for folder in destination.parents if not folder.exists()]  # innermost first
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CorpusError(f"cannot make the corpus folder {destination.parent}: {error.strerror}") from None
+    try:
+        return _fetch(url, destination, expected_sha256, timeout)
+    except BaseException:
+        for folder in made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _fetch(url: str, destination: Path, expected_sha256: str, timeout: float) -> Path:
     with tempfile.NamedTemporaryFile(dir=destination.parent, delete=False, suffix=".part") as tmp:
         tmp_path = Path(tmp.name)
         try:
@@ -117,12 +133,28 @@ def ensure_file(name: str, root: Path | str | None = None, base_url: str = RELEA
     if name not in SHA256:
         raise CorpusError(f"unknown corpus file {name!r}; known files: {', '.join(sorted(SHA256))}")
     root = Path(root).expanduser() if root is not None else default_data_root()
+    env = os.environ.get("BLOCKS_DATA")
+    where = "BLOCKS_DATA" if env and Path(env).expanduser() == root else "data.root"
+    if root.exists() and not root.is_dir():
+        raise CorpusError(
+            f"{where}={root}: a file, not a folder; point it at the folder that holds the corpus"
+        )
     path = root / name
     if not path.exists():
-        return download(release_url(name, base_url), path, SHA256[name])
+        try:
+            return download(release_url(name, base_url), path, SHA256[name])
+        except CorpusError as error:
+            if not root.exists():  # the download failed and left nothing: say the folder itself is missing
+                raise CorpusError(f"{where}={root}: no such folder (mistyped?); {error}") from None
+            raise
+    if not path.is_file():
+        raise CorpusError(f"{path}: not a file (a folder?) where the corpus file {name} should be; remove it")
     key = (str(path.resolve()), path.stat().st_mtime_ns)
     if key not in _verified:
-        actual = sha256_of(path)
+        try:
+            actual = sha256_of(path)
+        except OSError as error:
+            raise CorpusError(f"{path}: cannot be read ({error.strerror}); check its permissions") from None
         if actual != SHA256[name]:
             raise CorpusError(
                 f"{path} is corrupt or not the released file (sha256 {actual}, expected {SHA256[name]}). "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytorch_lightning as pl
 import torch
 
 from blocks.errors import CheckpointError
@@ -9,11 +10,13 @@ from blocks.learn.bandit import BanditLearner
 from blocks.learn.base import PolicyLearner
 from blocks.learn.distill import DistillationLearner
 from blocks.learn.dqn import DQNLearner
+from blocks.learn.goal import GoalLearner
 from blocks.learn.oracle import OracleLearner
+from blocks.learn.perception import PerceptionLearner
 from blocks.learn.spo import SPOLearner
 from blocks.learn.supervised import SupervisedLearner
 from blocks.learn.target import TargetLearner
-from blocks.model.checkpoint import read_checkpoint
+from blocks.model.checkpoint import load_file
 
 LEARNERS = {
     cls.kind: cls
@@ -25,16 +28,23 @@ LEARNERS = {
         SPOLearner,
         TargetLearner,
         DQNLearner,
+        PerceptionLearner,
+        GoalLearner,
     )
 }
 
 
-def load_learner(path: str, map_location: str | torch.device = "cpu") -> PolicyLearner:
-    """Any learner's checkpoint as its LightningModule (to train on in a notebook), in eval mode.
+def load_learner(path: str, map_location: str | torch.device = "cpu") -> PolicyLearner | pl.LightningModule:
+    """Any learner's checkpoint as its LightningModule (to train on in a notebook), in eval mode: the policy
+    learners', the board reader's and the goal network's.
 
     To act, :meth:`PolicyAgent.from_checkpoint` or :func:`blocks.model.checkpoint.load_policy` need no Lightning.
     """
-    kind = read_checkpoint(path, map_location).hparams.get("kind")
+    raw = load_file(path, map_location, mmap=True)
+    record = raw.get("hyper_parameters") if isinstance(raw, dict) else None
+    kind = (record or {}).get("kind")
     if kind not in LEARNERS:
-        raise CheckpointError(f"{path} is not a blocks learner checkpoint (kind {kind!r})")
+        raise CheckpointError(
+            f"{path}: not a blocks learner checkpoint (kind {kind!r}; one of {', '.join(LEARNERS)})"
+        )
     return LEARNERS[kind].load_from_checkpoint(path, map_location=map_location, weights_only=True).eval()

@@ -31,13 +31,31 @@ ARCHITECTURES: dict[str, type[PolicyNetwork]] = {"paper": PolicyNetwork, "spo": 
 RETIRED_NETWORK_OPTIONS = {"dropout": 0.0, "fusion": "concat", "coordinates": False}
 
 
+def torch_file(path: str) -> bool:
+    """Whether the file starts as torch.save writes it (a zip archive, or a pickle in the legacy format), so that
+    random bytes or a text file are not refused as "holding objects other than plain data". An empty or cut-short
+    file passes: torch.load then names it damaged."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4)
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot be read ({error.strerror})") from None
+    return not head or head == b"PK\x03\x04" or (head[0] == 0x80 and len(head) > 1 and 2 <= head[1] <= 5)
+
+
 def load_file(path: str | Path, map_location: str | torch.device = "cpu", mmap: bool = False) -> Any:
     """A checkpoint file's contents, read as data only (torch's ``weights_only``: tensors, numbers, strings and
     containers; ours and Lightning's checkpoints hold nothing else). Unpickling a file may otherwise run any
     code it carries; such a file, a damaged one and a missing one each fail naming the file."""
     path = str(path)
+    if Path(path).is_dir():
+        raise CheckpointError(f"{path}: a folder, not a checkpoint file (name the .ckpt inside it)")
     if not Path(path).is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
+    if not torch_file(path):
+        raise CheckpointError(
+            f"{path}: not a checkpoint (torch writes a zip archive or a pickle; this is neither)"
+        )
     try:
         return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as error:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from blocks.cli import TRAIN_INTEGERS, check_integers, check_keys
-from blocks.errors import CheckpointError, ConfigError, positive_number
+from blocks.cli import TRAIN_INTEGERS, TRAIN_NUMBERS, check_integers, check_keys, check_numbers
+from blocks.errors import CheckpointError, ConfigError
 from blocks.model.checkpoint import load_file, network_options
 from blocks.render.factory import check_render, render_of
 
@@ -26,6 +26,7 @@ def check_config(cfg: DictConfig) -> None:
     if missing:
         raise ConfigError(f"{', '.join(missing)}: required, no value given (see the config's comment)")
     check_integers(cfg, TRAIN_INTEGERS)
+    check_numbers(cfg, TRAIN_NUMBERS)
     for key in cfg.get("requires") or []:  # an experiment's stage needs the one before it
         if OmegaConf.select(cfg, key) in (None, ""):
             experiment = chosen_option("experiment") or "this experiment"
@@ -33,11 +34,10 @@ def check_config(cfg: DictConfig) -> None:
     check_devices(cfg)
     if "render" in cfg.data:
         check_render(cfg.data.render)
-    for key in ("model.lr", "pretrain.lr"):  # nan, inf or a word: one line now, not a crash after an update
-        if OmegaConf.select(cfg, key) is not None:
-            positive_number(OmegaConf.select(cfg, key), key)
     check_keys(cfg.model, "model", chosen_option("model"), given=("vocabulary",))
     check_keys(cfg.data, "data", chosen_option("data"))
+    check_keys(cfg.trainer, "trainer", chosen_option("trainer"))
+    check_added_keys(cfg)
     if "network" in cfg.model:
         network_options(OmegaConf.to_container(cfg.model.network, resolve=True), source="config")
     learner = hydra.utils.get_class(cfg.model._target_)
@@ -54,7 +54,8 @@ def check_config(cfg: DictConfig) -> None:
         *(("model.teachers", t) for t in teachers),
     ]:
         if path and not Path(path).is_file():
-            raise CheckpointError(f"{key}={path}: no such checkpoint file")
+            what = "a folder, not a checkpoint file" if Path(path).is_dir() else "no such checkpoint file"
+            raise CheckpointError(f"{key}={path}: {what}")
         if (
             path
             and key in ("model.init_checkpoint", "pretrain.checkpoint", "ckpt_path")
@@ -63,6 +64,24 @@ def check_config(cfg: DictConfig) -> None:
             check_picture(key, path, cfg.data.render)
         if path and key == "ckpt_path":
             check_stage(path, learner)
+
+
+def check_added_keys(cfg: DictConfig) -> None:
+    """A key added at the top (``+foo=1``) is read by nothing: one line, not a run that ignores it. (Keys added
+    under a node with a ``_target_`` are judged against its arguments by check_keys.)"""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return
+    for override in HydraConfig.get().overrides.task:
+        key = override.split("=", 1)[0]
+        if key.startswith("+") and not key.startswith("++") and "." not in key and "/" not in key:
+            name = key[1:]
+            if name in cfg and name not in HydraConfig.get().runtime.choices:
+                raise ConfigError(
+                    f"{override}: {name} is not a key of this command's config, and nothing reads it "
+                    f"(python {HydraConfig.get().job.name}.py --help lists the keys)"
+                )
 
 
 def check_stage(path: str, learner: type) -> None:
@@ -96,6 +115,20 @@ def check_devices(cfg: DictConfig) -> None:
     devices = OmegaConf.select(cfg, "trainer.devices")
     if isinstance(devices, int) and not isinstance(devices, bool) and devices < 1:
         raise ConfigError(f"trainer.devices={devices}: at least 1 (or auto)")
+    accelerator = str(OmegaConf.select(cfg, "trainer.accelerator"))
+    if accelerator == "auto":
+        import torch
+
+        accelerator = "gpu" if torch.cuda.is_available() else "cpu"
+    if accelerator == "cpu":  # processes: a count only
+        fits = devices == "auto" or isinstance(devices, int) or str(devices).strip().isdigit()
+        wanted = "a number of processes (1, 2, ...) or auto"
+    else:
+        indices = devices if isinstance(devices, list | ListConfig) else str(devices).strip(",").split(",")
+        fits = devices == "auto" or isinstance(devices, int) or all(str(i).strip().isdigit() for i in indices)
+        wanted = "a number of GPUs (1, 2, ...), a list of their indices ([0,1]) or auto"
+    if isinstance(devices, bool) or not fits:
+        raise ConfigError(f"trainer.devices={devices!r}: {wanted}")
     if str(OmegaConf.select(cfg, "trainer.accelerator")) in ("gpu", "cuda"):
         import torch
 

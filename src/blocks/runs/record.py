@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
-from omegaconf import DictConfig, OmegaConf
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from blocks.errors import ConfigError
 from blocks.model.checkpoint import load_file
@@ -210,3 +211,21 @@ def restore_hydra_record(cfg: DictConfig) -> None:
     folder = Path(cfg.paths.output_dir) / ".hydra"
     if folder.is_dir():
         OmegaConf.save(cfg, folder / "config.yaml")
+
+
+class KeepRunConfiguration(Callback):
+    """Hydra callback (conf/hydra/default.yaml): a command started into a run folder that has a configuration
+    already (a resume, a refused resume, a second eval) writes its own ``config.yaml``, ``hydra.yaml`` and
+    ``overrides.yaml`` to ``.hydra/later/<time>/`` instead of over the run's: ``.hydra/`` keeps describing the run
+    as it was started, and each later command is logged beside it."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        folder = Path(str(config.hydra.run.dir))
+        subdir = str(config.hydra.output_subdir or ".hydra")
+        if not (folder / subdir / "config.yaml").is_file():
+            return
+        from datetime import datetime
+
+        stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
+        with read_write(config.hydra), open_dict(config.hydra):
+            config.hydra.output_subdir = f"{subdir}/later/{stamp}"
