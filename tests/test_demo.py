@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -225,22 +226,60 @@ def test_a_port_in_use_is_one_line(app, corpus_root, tmp_path):
 
 def test_a_move_of_a_block_not_on_the_board_is_drawn_and_described_without_a_ring():
     """RANDOM and the policies may name any of 20 blocks; a board of 3 has no block 19 to ring (it was a 500)."""
-    from blocks.demo.app import draw_episode
+    from blocks.demo.app import draw_frames
     from blocks.world.geometry import NUM_DIRECTIONS
     from blocks.world.task import Task
 
     start = np.array([[0.0, 0.0], [0.5, 0.5], [-0.5, -0.5]])
     task = Task(start, start, "digit")
-    renderer = Renderer(logos=False)
+    renderer = Renderer(size=480, logos=False)
     frame = renderer.render_board(start, False)
     absent, present = 19 * NUM_DIRECTIONS, 1 * NUM_DIRECTIONS  # block 20 left (absent), block 2 left
     episode = Episode("x", frames=[frame] * 4, positions=[task.start] * 4, actions=[absent, present, STOP])
-    frames = draw_episode(episode, gold_goal=start[1], aim=np.array([0.2, 0.2]))
-    assert len(frames) == 4 and all(f.shape == frames[0].shape for f in frames)
-    assert np.array_equal(frames[1], draw_episode(Episode("x", frames=[frame] * 2, positions=[start] * 2,
-                                                          actions=[STOP]), gold_goal=start[1], aim=np.array([0.2, 0.2]))[1])  # fmt: skip
+    marks = {"gold_goal": start[1], "aim": np.array([0.2, 0.2])}
+    frames = draw_frames(episode.frames, episode.positions, episode.actions, **marks)
+    assert len(frames) == 4 and all(f.shape == (480, 480, 3) for f in frames)
+    assert np.array_equal(frames[1], draw_frames([frame] * 2, [start] * 2, [STOP], **marks)[1])
     assert not np.array_equal(frames[2], frames[1])  # the block that is there is ringed
     assert describe_steps(episode)[0].endswith("(blocked)")
+
+
+def test_the_board_is_drawn_for_a_person_with_the_gold_goal_beside_what_the_agent_sees(app):
+    """The person's view is drawn at 480 pixels (not the agent's 120 enlarged), with the corpus's goal before any
+    run; the agent's own 120-pixel picture comes beside it, and a logo board names its logos."""
+    import base64
+
+    import cv2
+
+    def pixels(url: str) -> np.ndarray:
+        data = np.frombuffer(base64.b64decode(url.split(",", 1)[1]), np.uint8)
+        return cv2.imdecode(data, cv2.IMREAD_COLOR)
+
+    board = app.board(3, "flat", "stop")
+    assert pixels(board["image"]).shape == (480, 480, 3) and board["agent_image"] is None  # STOP sees nothing
+    assert not np.array_equal(pixels(board["image"]), pixels(board["plain"]))  # the goal is drawn on it
+    logos = next(i for i, e in enumerate(app.examples) if e.decoration == "logo")
+    board = app.board(logos, "release", "random")
+    assert board["view"] == "release" and len(board["legend"]) == len(app.examples[logos].task.start)
+    assert board["legend"][0]["name"] == "Adidas" and board["gold"]["block"] in [
+        x["name"] for x in board["legend"]
+    ]
+    with pytest.raises(DemoError, match="unknown view 'crayon'"):
+        app.board(3, "crayon")
+    presets = app.presets()
+    assert len({p["index"] for p in presets}) == len(presets) >= 4
+
+
+def test_an_episode_carries_the_agents_own_pictures_its_moves_and_downloads_as_gif(app):
+    result = app.run({"index": 4, "agent": "random", "seed": 3})
+    assert result["agent_frames"] == [] and result["picture"] is None  # RANDOM sees no picture
+    assert len(result["positions"]) == len(result["frames"]) == len(result["actions"]) + 1
+    assert result["stopped"] != result["hit_step_limit"]
+    gif = app.gif({"index": 4, "agent": "random", "seed": 3})
+    from PIL import Image
+
+    with Image.open(io.BytesIO(gif)) as image:
+        assert image.format == "GIF" and image.n_frames == len(result["frames"])
 
 
 def test_random_takes_a_seed_and_an_episode_says_when_it_hit_the_step_limit(app):

@@ -82,10 +82,19 @@ def test_one_episode_plays_and_shows_evals_error(page, corpus_root, tmp_path):
     frames = int(slider.get_attribute("max")) + 1
     assert frames > 2 and not page.find_element(By.ID, "message").is_displayed()
     width = page.execute_script("return document.getElementById('frame').naturalWidth")
-    assert width == 480  # the agent's 120-pixel picture, four times as large
+    assert width == 480  # drawn for a person at the display size
+    seen = page.execute_script("return document.getElementById('agent-frame').naturalWidth")
+    assert seen == 120 and text_of(page, "agent-caption").startswith(
+        "what the agent sees: its own 120×120 picture"
+    )
     wait_for(page, lambda b: text_of(b, "step").startswith(f"step {frames - 1} of {frames - 1}: STOP"), 30)
     shown = float(text_of(page, "result").split()[2])
     assert shown == round(eval_error(corpus_root, tmp_path, INDEX), 2)
+    assert text_of(page, "badge") == "stopped by the agent" and "s on the server" in text_of(page, "latency")
+    address = page.execute_script("return location.search")
+    assert (
+        f"board={INDEX}" in address and "agent=read_and_plan" in address and f"step={frames - 1}" in address
+    )
 
 
 def test_an_empty_instruction_is_a_message_and_the_page_goes_on(page):
@@ -173,6 +182,90 @@ def test_the_notice_of_missing_checkpoints_stays_after_the_first_board(corpus_ro
         wait_for(browser, lambda b: text_of(b, "title").startswith("board 0 "))
         assert browser.find_element(By.ID, "missing").is_displayed()
         assert "read_and_plan:" in text_of(browser, "missing") and "not found" in text_of(browser, "missing")
+    finally:
+        browser.quit()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_logo_board_shows_its_goal_and_its_logos_by_name_before_any_run(page):
+    from selenium.webdriver.common.by import By
+
+    page.find_element(By.ID, "tab-try").click()
+    preset = next(
+        b for b in page.find_elements(By.CSS_SELECTOR, "#presets button") if b.text.startswith("logos")
+    )
+    preset.click()
+    wait_for(page, lambda b: "(logos" in text_of(b, "title"))
+    assert text_of(page, "goal").startswith("The corpus's goal: move the ") and "pink ring" in text_of(
+        page, "goal"
+    )
+    names = text_of(page, "logos")
+    assert "Adidas" in names and "Heineken" in names
+    assert page.execute_script("return document.getElementById('frame').src") == page.execute_script(
+        "return state.board.image"
+    )
+
+
+def test_playback_steps_jumps_and_downloads(page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    page.find_element(By.ID, "tab-try").click()
+    Select(page.find_element(By.ID, "agent")).select_by_value("random")
+    page.find_element(By.ID, "seed").clear()
+    page.find_element(By.ID, "seed").send_keys("3")
+    page.find_element(By.ID, "run").click()
+    wait_for(page, lambda b: "block lengths after" in text_of(b, "result"))
+    page.find_element(By.ID, "play").click() if text_of(
+        page, "play"
+    ) == "Pause" else None  # stop the playback
+    moves = page.find_elements(By.CSS_SELECTOR, "#moves li")
+    moves[1].click()  # the second move: step 2
+    assert text_of(page, "step").startswith("step 2 of ")
+    page.find_element(By.ID, "prev").click()
+    assert text_of(page, "step").startswith("step 1 of ")
+    page.find_element(By.ID, "next").click()
+    page.find_element(By.ID, "next").click()
+    assert text_of(page, "step").startswith("step 3 of ") or len(moves) < 3
+    Select(page.find_element(By.ID, "speed")).select_by_visible_text("4x")
+    # Downloads: the page hands a file to the browser; here the hand-over is caught instead.
+    page.execute_script(
+        "window.saved = []; window.save = (blob, name) => window.saved.push([name, blob.type, blob.size]);"
+    )
+    page.find_element(By.ID, "download-json").click()
+    page.find_element(By.ID, "download-gif").click()
+    wait_for(page, lambda b: len(b.execute_script("return window.saved")) == 2, 60)
+    saved = page.execute_script("return window.saved")
+    assert saved[0][0].endswith("_seed3.json") and saved[0][1] == "application/json"
+    assert saved[1][0].endswith(".gif") and saved[1][1] == "image/gif" and saved[1][2] > 1000
+    assert text_of(page, "badge") in ("stopped by the agent", "hit the 40-step limit")
+
+
+def test_a_link_reproduces_the_board_words_agent_and_step(corpus_root):
+    from selenium.webdriver.common.by import By
+
+    server = DemoServer(DemoApp(corpus_root, CHECKPOINTS), "127.0.0.1", 0)
+    server.start_in_thread()
+    browser = chromium()
+    try:
+        words = "move block 2 to the left of block 5"
+        browser.get(
+            f"{server.url}/?board=12&agent=stop&seed=4&instruction={words.replace(' ', '+')}&run=1&step=1"
+        )
+        wait_for(browser, lambda b: "action" in text_of(b, "result"))
+        assert browser.find_element(By.ID, "index").get_attribute("value") == "12"
+        assert browser.find_element(By.ID, "instruction").get_attribute("value") == words
+        assert browser.find_element(By.ID, "agent").get_attribute("value") == "stop"
+        assert text_of(browser, "title").startswith("STOP") and text_of(browser, "step").startswith(
+            "step 1 of 1"
+        )
+        assert "no gold goal" in text_of(browser, "result")  # the typed words, not the corpus's
+        browser.get(f"{server.url}/?board=2&tab=compare&a=stop&b=random&run=1")
+        wait_for(browser, lambda b: "action" in text_of(b, "resultB"))
+        assert text_of(browser, "titleA").startswith("STOP") and text_of(browser, "titleB").startswith(
+            "RANDOM"
+        )
     finally:
         browser.quit()
         server.shutdown()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import BinaryIO
 
 import cv2
 import numpy as np
@@ -66,13 +67,13 @@ def draw_reading(big: np.ndarray, reading: dict[str, np.ndarray], scale: int) ->
 
 def write_gif(
     episode: Episode,
-    path: Path,
+    path: Path | BinaryIO,
     scale: int = 4,
     ms_per_frame: int = 350,
     reading: dict[str, np.ndarray] | None = None,
-) -> Path:
-    """The episode as a GIF; with ``reading`` (a read-and-plan agent's ``perceived`` board of this episode) every
-    frame also shows what the agent read and where it aimed."""
+) -> Path | BinaryIO:
+    """The episode as a GIF, to a file or a binary stream (the demo's download); with ``reading`` (a read-and-plan
+    agent's ``perceived`` board of this episode) every frame also shows what the agent read and where it aimed."""
     lines = textwrap.wrap(episode.instruction, width=max(20, 120 * scale // 8)) or [""]
     steps = ["start", *episode.describe()]
     frames = []
@@ -88,8 +89,9 @@ def write_gif(
             )
         frames.append(Image.fromarray(captioned))
     durations = [ms_per_frame] * (len(frames) - 1) + [ms_per_frame * 6]  # linger on the result
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=durations, loop=0)
+    if isinstance(path, Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    frames[0].save(path, format="GIF", save_all=True, append_images=frames[1:], duration=durations, loop=0)
     return path
 
 

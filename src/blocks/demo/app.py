@@ -7,10 +7,12 @@ it is. Agents are chosen by name from a fixed list, so nothing the page sends be
 from __future__ import annotations
 
 import base64
+import io
 import math
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +28,16 @@ from blocks.episode import Episode, run_episode
 from blocks.errors import UsageError
 from blocks.render.camera import Camera
 from blocks.render.factory import make_renderer
-from blocks.world.geometry import BLOCK_SIDE, HORIZON, NUM_DIRECTIONS, STOP
+from blocks.world.geometry import BLOCK_SIDE, HORIZON, LOGO_NAMES, NUM_DIRECTIONS, STOP
 
 MAX_CHARACTERS = 1000  # the corpus's longest instruction has 383
-SCALE = 4  # the page shows the agent's 120-pixel picture four times as large, pixels kept square
+VIEW_SIZE = 480  # the person's view, drawn at this size (labels and logos legible), not the agent's enlarged
+VIEWS = (
+    "flat",
+    "release",
+)  # the pictures a person may choose to look at: the flat top faces or the release's cubes
 BLUE, PINK, ORANGE = (40, 90, 235), (230, 40, 160), (245, 140, 20)  # RGB: moved block, gold goal, agent's aim
+KEPT_EPISODES = 16  # the latest episodes kept, so that a download is the episode the page showed
 
 
 class DemoError(Exception):
@@ -107,6 +114,9 @@ class DemoApp:
         self.seed = seed
         self._agents: dict[str, Agent] = {}
         self._renderers: dict[tuple[str, int], Any] = {}
+        self._pictures: dict[str, str] = {}
+        self._tiles: dict[int, str] = {}
+        self._episodes: OrderedDict[tuple, tuple[Episode, dict[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()  # agents keep an episode's state: one episode at a time
 
     # -- what the page lists ------------------------------------------------------------------------------------
@@ -124,7 +134,7 @@ class DemoApp:
     def agents(self) -> list[dict[str, Any]]:
         return [
             {"name": name, "label": spec.label, "available": self.missing(name) is None,
-             "missing": self.missing(name)}
+             "missing": self.missing(name), "picture": self.picture(name)}
             for name, spec in AGENTS.items()
         ]  # fmt: skip
 
@@ -147,18 +157,86 @@ class DemoApp:
             )
         return index
 
-    def board(self, value: Any) -> dict[str, Any]:
-        """A board's start picture (as the read-and-plan agent sees it) and the corpus's instruction for it."""
-        index = self.index(value)
+    def view(self, value: Any) -> str:
+        """The picture a person looks at: ``flat`` (the default) or ``release``."""
+        value = "flat" if value in (None, "") else value
+        if value not in VIEWS:
+            raise DemoError(f"unknown view {str(value)[:40]!r}; choose one of {', '.join(VIEWS)}")
+        return value
+
+    def picture(self, name: str) -> str | None:
+        """The picture agent ``name`` was trained on and sees (its checkpoint's record), None for an agent that
+        sees none (STOP, RANDOM) or whose files are missing."""
+        if name not in self._pictures:
+            files = AGENTS[name].files
+            if not files or self.missing(name) is not None:
+                return None
+            from blocks.model.checkpoint import load_file
+            from blocks.render.factory import render_of
+
+            try:
+                self._pictures[name] = render_of(load_file(self.checkpoints / files[0], mmap=True)
+                                                 .get("hyper_parameters"))  # fmt: skip
+            except UsageError:
+                return None
+        return self._pictures[name]
+
+    def logo_tile(self, block: int) -> str:
+        """Block ``block``'s logo as a small PNG for the legend (the flat picture's face)."""
+        if block not in self._tiles:
+            face = self.renderer("flat", VIEW_SIZE).glyph("logo", block)
+            self._tiles[block] = png_data_url(cv2.resize(face, (48, 48), interpolation=cv2.INTER_AREA))
+        return self._tiles[block]
+
+    def presets(self) -> list[dict[str, Any]]:
+        """A few boards worth trying, found in the split by what they hold: the first of each kind."""
+        kinds = [
+            ("digits", lambda e: e.decoration != "logo"),
+            ("logos", lambda e: e.decoration == "logo"),
+            ("fewer than 20 blocks", lambda e: len(e.task.start) < 20),
+            ("'between' two blocks", lambda e: " between " in f" {e.instruction.lower()} "),
+            ("a corner", lambda e: "corner" in e.instruction.lower()),
+            ("the centre", lambda e: any(w in e.instruction.lower() for w in ("center", "centre", "middle"))),
+        ]
+        found: list[dict[str, Any]] = []
+        for label, wanted in kinds:  # each a board of its own
+            taken = {f["index"] for f in found}
+            index = next((i for i, e in enumerate(self.examples) if i not in taken and wanted(e)), None)
+            if index is not None:
+                found.append({"index": index, "label": f"{label} (board {index})"})
+        return found
+
+    def board(self, value: Any, view: Any = None, agent: Any = None) -> dict[str, Any]:
+        """A board's start drawn for a person (``view``, at the display size), the corpus's goal for it (a pink
+        ring where the moved block should end and a line from where it starts), the logos' names, the picture
+        ``agent`` sees, and the corpus's instruction."""
+        index, view = self.index(value), self.view(view)
         example = self.examples[index]
-        frame = self.renderer("flat", 120).render_board(example.task.start, example.decoration == "logo")
+        logo = example.decoration == "logo"
+        human = self.renderer(view, VIEW_SIZE).render_board(example.task.start, logo)
+        block = gold_block(example)
+        start, goal = example.task.start[block], example.task.goal[block]
+        drawn = draw_frames([human], [example.task.start], [], gold_goal=goal, gold_start=start)[0]
+        picture = self.picture(agent) if isinstance(agent, str) and agent in AGENTS else "flat"
+        seen = self.renderer(picture, 120).render_board(example.task.start, logo) if picture else None
         return {
             "index": index,
             "count": len(self.examples),
             "split": self.split,
             "instruction": example.instruction,
             "decoration": example.decoration,
-            "image": png_data_url(enlarge(frame)),
+            "view": view,
+            "image": png_data_url(drawn),
+            "plain": png_data_url(human),
+            "agent_image": png_data_url(seen) if seen is not None else None,
+            "picture": picture,
+            "gold": {"block": block_name(block, logo), "blocks": f"{len(example.task.start)} blocks"},
+            "legend": [
+                {"name": block_name(b, logo), "image": self.logo_tile(b)}
+                for b in range(len(example.task.start))
+            ]
+            if logo
+            else [],
         }
 
     # -- one episode ----------------------------------------------------------------------------------------------
@@ -181,50 +259,99 @@ class DemoApp:
             self._renderers[kind, size] = make_renderer(kind, self.data_root, size)
         return self._renderers[kind, size]
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One episode of ``request["agent"]`` on board ``request["index"]`` following ``request["instruction"]``:
-        its frames (enlarged, the moved block ringed, the gold goal drawn when the instruction is the corpus's),
-        its steps in words and, for the corpus's instruction, its final error as ``eval.py`` measures it."""
+    def episode(self, request: Any) -> tuple[Episode, dict[str, Any]]:
+        """The episode ``request`` asks for and what the page shows of it; the latest few are kept, so the GIF
+        and the JSON downloaded are the episode on screen (an agent is deterministic for its seed anyway)."""
         if not isinstance(request, dict):
             raise DemoError(
                 'send a JSON object: {"index": 0, "instruction": "...", "agent": "read_and_plan"}'
             )
-        unknown = set(request) - {"index", "instruction", "agent", "seed"}
+        unknown = set(request) - {"index", "instruction", "agent", "seed", "view"}
         if unknown:
-            raise DemoError(f"unknown field(s) {sorted(unknown)}; send index, instruction, agent and seed")
+            raise DemoError(
+                f"unknown field(s) {sorted(unknown)}; send index, instruction, agent, seed and view"
+            )
         run_seed = check_seed(request.get("seed", self.seed))
         index = self.index(request.get("index", 0))
+        view = self.view(request.get("view"))
         example = self.examples[index]
         instruction = check_instruction(request.get("instruction", example.instruction))
         name = request.get("agent", "read_and_plan")
+        key = (name, index, instruction, run_seed, view)
+        if isinstance(name, str) and key in self._episodes:
+            self._episodes.move_to_end(key)
+            return self._episodes[key]
         started = time.perf_counter()
         with self._lock:
             agent = self.agent(name)
-            renderer = self.renderer(getattr(agent, "render", "flat"), getattr(agent, "image_size", 120))
+            picture = getattr(agent, "render", "flat")
+            renderer = self.renderer(picture, getattr(agent, "image_size", 120))
             seed = episode_seeds(run_seed, 1, first=index)  # example ``index``'s seed in eval.py seed=<seed>
             episode = run_episode(agent, example.task, instruction, renderer, seed=seed)
             aim = _aim(agent)
+            reading = (
+                {k: v[0] for k, v in agent.perceived.items()} if getattr(agent, "perceived", None) else None
+            )
         corpus = instruction.strip() == example.instruction.strip()
         notes = word_notes(instruction, vocabularies(agent), mends=_mends(agent))
-        frames = draw_episode(episode, gold_goal=example.task.goal[gold_block(example)] if corpus else None,
-                              aim=aim)  # fmt: skip
-        return {
+        logo = example.decoration == "logo"
+        human = self.renderer(view, VIEW_SIZE)
+        block = gold_block(example)
+        frames = draw_frames(
+            [human.render_board(p, logo) for p in episode.positions], episode.positions, episode.actions,
+            gold_goal=example.task.goal[block] if corpus else None, aim=aim,
+        )  # fmt: skip
+        seconds = round(time.perf_counter() - started, 3)
+        shown = {
             "agent": name,
             "label": AGENTS[name].label,
             "index": index,
             "instruction": instruction,
             "corpus_instruction": corpus,
+            "view": view,
+            "picture": picture if AGENTS[name].files else None,
             "frames": [png_data_url(f) for f in frames],
+            "agent_frames": [png_data_url(f) for f in episode.frames] if AGENTS[name].files else [],
             "steps": ["start", *describe_steps(episode)],
+            "actions": [int(a) for a in episode.actions],
+            "positions": [np.round(p, 4).tolist() for p in episode.positions],
+            "gold_goal": np.round(example.task.goal, 4).tolist() if corpus else None,
             "error": round(episode.error, 4) if corpus else None,
             "seed": run_seed,
+            "stopped": bool(episode.actions) and episode.actions[-1] == STOP,
             "hit_step_limit": bool(episode.actions)
             and episode.actions[-1] != STOP
             and len(episode.actions) >= HORIZON,
             "step_limit": HORIZON,
             "notes": notes,
-            "seconds": round(time.perf_counter() - started, 3),
+            "seconds": seconds,
         }
+        self._episodes[key] = (episode, {**shown, "reading": reading})
+        while len(self._episodes) > KEPT_EPISODES:
+            self._episodes.popitem(last=False)
+        return episode, self._episodes[key][1]
+
+    def run(self, request: Any) -> dict[str, Any]:
+        """One episode of ``request["agent"]`` on board ``request["index"]`` following ``request["instruction"]``:
+        its frames drawn for a person (the moved block ringed, the gold goal drawn when the instruction is the
+        corpus's), the agent's own pictures, its steps in words and, for the corpus's instruction, its final
+        error as ``eval.py`` measures it."""
+        _, shown = self.episode(request)
+        return {k: v for k, v in shown.items() if k != "reading"}
+
+    def gif(self, request: Any) -> bytes:
+        """The episode of ``request`` as ``python -m blocks.animate`` draws it: the agent's picture, captioned."""
+        from blocks.animate import write_gif
+
+        episode, shown = self.episode(request)
+        buffer = io.BytesIO()
+        write_gif(episode, buffer, reading=shown["reading"])
+        return buffer.getvalue()
+
+
+def block_name(block: int, logo: bool) -> str:
+    """How the page names a block: its logo's brand, or its digit (block 0 is labelled 1)."""
+    return LOGO_NAMES[block] if logo else str(block + 1)
 
 
 def check_seed(value: Any) -> int:
@@ -308,33 +435,39 @@ def _aim(agent: Agent) -> np.ndarray | None:
     return None if not perceived else np.asarray(perceived["goal"][0], float)
 
 
-def enlarge(frame: np.ndarray) -> np.ndarray:
-    return cv2.resize(frame, None, fx=SCALE, fy=SCALE, interpolation=cv2.INTER_NEAREST)
-
-
-def draw_episode(
-    episode: Episode, gold_goal: np.ndarray | None = None, aim: np.ndarray | None = None
+def draw_frames(
+    frames: list[np.ndarray],
+    positions: list[np.ndarray],
+    actions: list[int],
+    gold_goal: np.ndarray | None = None,
+    aim: np.ndarray | None = None,
+    gold_start: np.ndarray | None = None,
 ) -> list[np.ndarray]:
-    """The episode's frames enlarged: a blue ring round the block the last action moved, a pink ring where the
-    corpus says it should end (``gold_goal``), an orange cross where a read-and-plan agent aimed (``aim``)."""
-    camera = Camera(episode.frames[0].shape[0])
-    radius = int(round(camera.pixels_per_unit(BLOCK_SIDE) * BLOCK_SIDE * SCALE * 0.75))
+    """Frames of a board drawn at any size with marks: a blue ring round the block the last action moved, a pink
+    ring where the corpus says it should end (``gold_goal``; with ``gold_start`` a line from where it starts), an
+    orange cross where a read-and-plan agent aimed (``aim``)."""
+    size = frames[0].shape[0]
+    camera = Camera(size)
+    radius = int(round(camera.pixels_per_unit(BLOCK_SIDE) * BLOCK_SIDE * 0.75))
+    thick = max(1, size // 160)
 
     def pixel(point: np.ndarray) -> tuple[int, int]:
         row, column = camera.project(np.float64(point[0]), np.float64(point[1]), BLOCK_SIDE)
-        return int(round(float(column) * SCALE)), int(round(float(row) * SCALE))
+        return int(round(float(column))), int(round(float(row)))
 
-    frames = []
-    for t, frame in enumerate(episode.frames):
-        big = np.ascontiguousarray(enlarge(frame))
+    drawn = []
+    for t, frame in enumerate(frames):
+        out = np.ascontiguousarray(frame.copy())
         if gold_goal is not None:
-            cv2.circle(big, pixel(gold_goal), radius, PINK, 3, cv2.LINE_AA)
+            if gold_start is not None:
+                cv2.arrowedLine(
+                    out, pixel(gold_start), pixel(gold_goal), PINK, thick, cv2.LINE_AA, tipLength=0.08
+                )
+            cv2.circle(out, pixel(gold_goal), radius, PINK, thick, cv2.LINE_AA)
         if aim is not None and math.isfinite(float(aim.sum())):
-            cv2.drawMarker(big, pixel(aim), ORANGE, cv2.MARKER_CROSS, radius, 3, cv2.LINE_AA)
-        block = episode.actions[t - 1] // NUM_DIRECTIONS if t > 0 and episode.actions[t - 1] != STOP else None
-        if block is not None and block < len(
-            episode.positions[t]
-        ):  # an agent may name a block not on the board
-            cv2.circle(big, pixel(episode.positions[t][block]), radius, BLUE, 3, cv2.LINE_AA)
-        frames.append(big)
-    return frames
+            cv2.drawMarker(out, pixel(aim), ORANGE, cv2.MARKER_CROSS, radius, thick, cv2.LINE_AA)
+        block = actions[t - 1] // NUM_DIRECTIONS if t > 0 and actions[t - 1] != STOP else None
+        if block is not None and block < len(positions[t]):  # an agent may name a block not on the board
+            cv2.circle(out, pixel(positions[t][block]), radius, BLUE, thick, cv2.LINE_AA)
+        drawn.append(out)
+    return drawn

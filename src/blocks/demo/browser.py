@@ -44,22 +44,9 @@ def screenshot(out: Path, index: int = 3, step: int = 8) -> Path:
     server.start_in_thread()
     browser = chromium(1150, 1080)
     try:
-        browser.get(server.url)
+        browser.get(f"{server.url}/?board={index}&agent=read_and_plan&run=1&step={step}")  # a shared link
         wait = WebDriverWait(browser, 60)
-        wait.until(lambda b: b.find_element(By.ID, "title").text.startswith("board 0 "))
-        field = browser.find_element(By.ID, "index")
-        field.clear()
-        field.send_keys(str(index))
-        browser.find_element(By.ID, "load").click()
-        wait.until(lambda b: b.find_element(By.ID, "title").text.startswith(f"board {index} "))
-        browser.find_element(By.ID, "run").click()
         wait.until(lambda b: "final error" in b.find_element(By.ID, "result").text)
-        browser.find_element(By.ID, "play").click()  # pause the playback, then show one step
-        browser.execute_script(
-            "const s = document.getElementById('slider'); s.value = arguments[0];"
-            "s.dispatchEvent(new Event('input'));",
-            step,
-        )
         browser.execute_script("window.scrollTo(0, 0);")
         out.parent.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(out))

@@ -6,8 +6,10 @@ start it in-process on a free port in a few milliseconds.
 
 GET /                      the page
 GET /api/agents            the agents, and why one cannot run
-GET /api/board?index=N     a board's start picture and its instruction (index=random for any)
+GET /api/board?index=N     a board's start picture and its instruction (index=random for any; &view=release,
+                           &agent=<name> for the picture that agent sees)
 POST /api/run              {"index": N, "instruction": "...", "agent": "read_and_plan"} -> the episode
+POST /api/gif              the same request -> the episode as an animated GIF (python -m blocks.animate's)
 """
 
 from __future__ import annotations
@@ -66,12 +68,16 @@ class DemoHandler(BaseHTTPRequestHandler):
     def send_json(self, status: int, payload: dict[str, Any] | list[Any]) -> None:
         self.send_body(status, json.dumps(payload).encode(), "application/json")
 
-    def answer(self, work) -> None:
-        """Run ``work`` and send its result; a :class:`DemoError` is a 400 with its message, anything else a 500
-        that names the log (the server goes on serving either way)."""
+    def answer(self, work, content_type: str = "application/json") -> None:
+        """Run ``work`` and send its result (JSON, or bytes of ``content_type``); a :class:`DemoError` is a 400
+        with its message, anything else a 500 that names the log (the server goes on serving either way)."""
         started = time.perf_counter()
         try:
-            self.send_json(HTTPStatus.OK, work())
+            result = work()
+            if isinstance(result, bytes):
+                self.send_body(HTTPStatus.OK, result, content_type)
+            else:
+                self.send_json(HTTPStatus.OK, result)
         except DemoError as error:
             log.info("refused: %s", error)
             self.send_json(HTTPStatus.BAD_REQUEST, {"error": str(error)})
@@ -94,9 +100,11 @@ class DemoHandler(BaseHTTPRequestHandler):
             self.send_body(HTTPStatus.OK, self.server.page, "text/html; charset=utf-8")
         elif url.path == "/api/agents":
             self.answer(lambda: {"agents": self.server.app.agents(), "count": len(self.server.app.examples),
-                                 "split": self.server.app.split})  # fmt: skip
+                                 "split": self.server.app.split, "presets": self.server.app.presets()})  # fmt: skip
         elif url.path == "/api/board":
-            self.answer(lambda: self.server.app.board(query.get("index", "0")))
+            self.answer(
+                lambda: self.server.app.board(query.get("index", "0"), query.get("view"), query.get("agent"))
+            )
         else:
             self.send_json(HTTPStatus.NOT_FOUND, {"error": f"no page {url.path}"})
 
@@ -115,7 +123,7 @@ class DemoHandler(BaseHTTPRequestHandler):
     def refuse_method(self) -> None:
         """PUT, DELETE, PATCH, OPTIONS: a JSON 405 naming what the page answers, not http.server's HTML 501."""
         body = json.dumps({"error": f"{self.command} is not served: use GET (the page, /api/agents, /api/board) "
-                                    f"or POST /api/run"}).encode()  # fmt: skip
+                                    f"or POST /api/run, /api/gif"}).encode()  # fmt: skip
         self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
         self.send_header("Allow", "GET, HEAD, POST")
         self.send_header("Content-Type", "application/json")
@@ -126,7 +134,7 @@ class DemoHandler(BaseHTTPRequestHandler):
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = refuse_method  # noqa: N815
 
     def do_POST(self) -> None:  # noqa: N802
-        if urlsplit(self.path).path != "/api/run":
+        if urlsplit(self.path).path not in ("/api/run", "/api/gif"):
             self.send_json(HTTPStatus.NOT_FOUND, {"error": f"no page {urlsplit(self.path).path}"})
             return
         try:
@@ -139,13 +147,16 @@ class DemoHandler(BaseHTTPRequestHandler):
             return
         body = self.rfile.read(length)
 
-        def run() -> dict[str, Any]:
+        def parsed() -> Any:
             try:
                 request = json.loads(body.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
                 raise DemoError("the request is not JSON") from None
             except RecursionError:  # "[[[[...]]]]" within the size limit: Python's parser recurses per level
                 raise DemoError("the request nests too deeply: send one flat JSON object") from None
-            return self.server.app.run(request)
+            return request
 
-        self.answer(run)
+        if urlsplit(self.path).path == "/api/gif":
+            self.answer(lambda: self.server.app.gif(parsed()), "image/gif")
+        else:
+            self.answer(lambda: self.server.app.run(parsed()))

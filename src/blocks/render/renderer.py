@@ -77,6 +77,11 @@ class Renderer:
                 for decoration in glyphs:
                     self._face_stack(decoration, height, width)
 
+    def glyph(self, decoration: str, block: int) -> np.ndarray:
+        """The face of block ``block`` on a ``decoration`` ("digit" or "logo") board, RGB at 96 pixels: a legend's
+        tile (the demo's list of logos by name)."""
+        return self._glyphs[decoration][block].copy()
+
     def _draw_background(self) -> np.ndarray:
         image = np.empty((3, self.size, self.size), np.uint8)
         image[:] = np.array(BACKGROUND_COLOR, np.uint8)[:, None, None]
