@@ -310,3 +310,9 @@ def test_the_server_refuses_deep_nesting_and_other_methods_in_json(server):
     with urllib.request.urlopen(urllib.request.Request(server.url + "/", method="HEAD"), timeout=10) as head:
         assert head.status == 200 and int(head.headers["Content-Length"]) > 1000 and head.read() == b""
     assert call(server, "/api/board?index=")[0] == 400  # an empty board field is not board 0
+    request = urllib.request.Request(
+        server.url + "/api/gif", data=b'{"index": 2, "agent": "stop"}', method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=60) as gif:
+        assert gif.headers["Content-Type"] == "image/gif" and gif.read(6) == b"GIF89a"
+    assert call(server, "/api/gif", b'{"index": 99999}')[0] == 400

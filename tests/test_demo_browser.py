@@ -190,6 +190,7 @@ def test_the_notice_of_missing_checkpoints_stays_after_the_first_board(corpus_ro
 
 def test_a_logo_board_shows_its_goal_and_its_logos_by_name_before_any_run(page):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     page.find_element(By.ID, "tab-try").click()
     preset = next(
@@ -205,6 +206,12 @@ def test_a_logo_board_shows_its_goal_and_its_logos_by_name_before_any_run(page):
     assert page.execute_script("return document.getElementById('frame').src") == page.execute_script(
         "return state.board.image"
     )
+    Select(page.find_element(By.ID, "view")).select_by_value(
+        "release"
+    )  # the release's cubes as the person's view
+    wait_for(page, lambda b: b.execute_script("return state.board.view") == "release")
+    assert "view=release" in page.execute_script("return location.search")
+    Select(page.find_element(By.ID, "view")).select_by_value("flat")
 
 
 def test_playback_steps_jumps_and_downloads(page):
