@@ -226,7 +226,7 @@ def test_a_port_in_use_is_one_line(app, corpus_root, tmp_path):
 
 def test_a_move_of_a_block_not_on_the_board_is_drawn_and_described_without_a_ring():
     """RANDOM and the policies may name any of 20 blocks; a board of 3 has no block 19 to ring (it was a 500)."""
-    from blocks.demo.app import draw_frames
+    from blocks.render.marks import draw_frames
     from blocks.world.geometry import NUM_DIRECTIONS
     from blocks.world.task import Task
 

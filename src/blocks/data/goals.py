@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
@@ -12,10 +13,13 @@ from torch.utils.data import DataLoader
 
 from blocks.corpus.loader import Example
 from blocks.data.base import BlocksDataModule, EpochOrder
+from blocks.errors import ConfigError
 from blocks.model.policy import pad_token_ids
 from blocks.world.geometry import BLOCK_SIDE
 from blocks.world.planner import moved_block
 from blocks.world.transitions import pad_boards
+
+log = logging.getLogger(__name__)
 
 
 def goal_batch(examples: list[Example], token_ids: list[list[int]]) -> dict[str, torch.Tensor]:
@@ -38,9 +42,28 @@ def goal_batch(examples: list[Example], token_ids: list[list[int]]) -> dict[str,
 class GoalDataModule(BlocksDataModule):
     """Batches of corpus examples for :class:`GoalLearner`: training examples shuffled, the tuning split in order."""
 
-    def __init__(self, batch_size: int = 64, **kwargs: Any):
+    def __init__(self, batch_size: int = 64, generated: int = 0, **kwargs: Any):
+        """``generated``: that many generated instructions (:mod:`blocks.data.generate`, on the training boards,
+        drawn with the seed) join the training examples; the tuning split stays the corpus's own."""
         super().__init__(**kwargs)
         self.batch_size = batch_size
+        if isinstance(generated, bool) or not isinstance(generated, int) or generated < 0:
+            raise ConfigError(f"data.generated={generated!r}: must be an integer >= 0")
+        self.generated = generated
+
+    @cached_property
+    def train_examples(self) -> list[Example]:
+        examples = super().train_examples
+        if not self.generated:
+            return examples
+        from blocks.corpus.loader import load_split
+        from blocks.data.generate import Generator, measure
+
+        relations = measure(load_split("train", self.root, exclude_tune=True))  # the whole split's words, always
+        made = Generator(relations, self.seed).examples([x.task for x in examples], self.generated)
+        log.info("%d generated instructions join %d training examples (%s)", len(made), len(examples),
+                 ", ".join(f"{k} {v}" for k, v in vars(relations).items() if k not in ("phrases", "measured_on")))  # fmt: skip
+        return [*examples, *made]
 
     @cached_property
     def train_ids(self) -> list[list[int]]:
