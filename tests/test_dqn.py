@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from blocks.errors import ConfigError
-from blocks.learn.dqn import DQNLearner, ReplayMemory, td_loss
+from blocks.learn.dqn import DQNLearner, ReplayMemory, td_errors
 from blocks.model.distribution import EpsilonGreedy
 from blocks.model.dqn import QNetwork
 from blocks.world.geometry import STOP
@@ -48,7 +48,7 @@ def test_td_target_stops_at_the_end_of_an_episode():
         "previous": torch.tensor([-1, -1]), "action": torch.tensor([3, 80]),
         "reward": torch.tensor([1.0, 1.0]), "done": torch.tensor([False, True]),
     }  # fmt: skip
-    _, errors = td_loss(online, target, batch, gamma=0.5)
+    _, errors = td_errors(online, target, batch, gamma=0.5)
     chosen = errors + torch.tensor([1.0 + 0.5 * 5.0, 1.0])  # error = Q(s, a) - target
     assert torch.allclose(chosen, torch.zeros(2), atol=0.05)  # an untrained Q is about 0
 

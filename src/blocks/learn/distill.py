@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch.distributions import kl_divergence
 
 from blocks.corpus.text import Vocabulary
 from blocks.data.rollout import Rollout, gather_stacks
 from blocks.errors import ConfigError
+from blocks.learn.losses import distillation_divergence
 from blocks.learn.oracle import OracleLearner
 from blocks.model.checkpoint import read_checkpoint
 from blocks.model.distribution import FactoredActionDistribution
@@ -106,10 +106,7 @@ class DistillationLearner(OracleLearner):
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         loss, figures = super().objective(rollout, steps, boards, distribution)
         teacher = self.teacher_distribution(rollout, steps, boards)
-        divergence = (
-            kl_divergence(teacher.block, distribution.block)
-            + kl_divergence(teacher.direction, distribution.direction)
-        ).mean()
+        divergence = distillation_divergence(teacher, distribution)
         with torch.no_grad():
             agreement = (teacher.greedy() == distribution.greedy()).float().mean()
         figures = {**figures, "train/teacher_kl": divergence.detach(), "train/teacher_agreement": agreement}

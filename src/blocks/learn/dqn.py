@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from blocks.data.rollout import RolloutChunk, RolloutPiece, gather_stacks
 from blocks.errors import ConfigError
+from blocks.learn.losses import td_loss
 from blocks.learn.rollout_learner import RolloutLearner
 from blocks.model.distribution import to_action
 from blocks.model.dqn import QNetwork
@@ -58,18 +58,17 @@ class ReplayMemory:
         self.priority[index] = np.abs(errors) + 1e-3
 
 
-def td_loss(
+def td_errors(
     online: QNetwork, target: QNetwork, batch: dict[str, torch.Tensor], gamma: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(Huber loss of Q(s, a) against r + gamma * max_a' Q_target(s', a'), the temporal-difference errors)."""
+    """:func:`~blocks.learn.losses.td_loss` of a replayed batch: the online network's Q(s, a), the target's at s'."""
     text = online.encode_instruction(batch["tokens"], batch["lengths"])
     q = online.q_values(online.joint_features(batch["stack"], text, batch["previous"]))
     chosen = q.gather(1, batch["action"][:, None]).squeeze(1)
     with torch.no_grad():
         next_text = target.encode_instruction(batch["tokens"], batch["lengths"])
         following = target.q_values(target.joint_features(batch["next_stack"], next_text, batch["action"]))
-        wanted = batch["reward"] + gamma * (~batch["done"]) * following.max(1).values
-    return F.smooth_l1_loss(chosen, wanted), (chosen - wanted).detach()
+    return td_loss(chosen, batch["reward"], batch["done"], following, gamma)
 
 
 class DQNLearner(RolloutLearner):
@@ -143,7 +142,7 @@ class DQNLearner(RolloutLearner):
         losses = []
         for _ in range(max(1, new // self.hparams.replay_batch)):
             batch = self.replay()
-            loss, errors = td_loss(self.policy, self.target, batch, self.hparams.gamma)
+            loss, errors = td_errors(self.policy, self.target, batch, self.hparams.gamma)
             self.manual_backward(loss)
             if self.hparams.gradient_clip:
                 self.clip_gradients(optimizer, self.hparams.gradient_clip, "norm")

@@ -24,6 +24,7 @@ import torch
 
 from blocks.data.rollout import Rollout
 from blocks.errors import ConfigError
+from blocks.learn.losses import oracle_set_loss
 from blocks.learn.rollout_learner import RolloutLearner
 from blocks.model.distribution import FactoredActionDistribution
 
@@ -69,9 +70,7 @@ class OracleLearner(RolloutLearner):
             raise RuntimeError("the rollouts carry no oracle labels: the data module was not asked for them")
         good = rollout.oracle_directions[steps, boards]  # (n, 5) bool
         block_log_prob = distribution.block.log_prob(rollout.oracle_block[boards])
-        direction_log_probs = distribution.direction_log_probs.masked_fill(~good, float("-inf"))
-        good_log_prob = torch.logsumexp(direction_log_probs, dim=1)
-        loss = -(block_log_prob + good_log_prob).mean()
+        loss = oracle_set_loss(block_log_prob, distribution.direction_log_probs, good)
         with torch.no_grad():
             chosen = distribution.direction_log_probs.argmax(1)
             direction_accuracy = good.gather(1, chosen[:, None]).float().mean()

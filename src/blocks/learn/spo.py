@@ -31,12 +31,11 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from lightning_fabric.utilities.apply_func import move_data_to_device
 
 from blocks.data.rollout import Rollout, collect_device_rollout, collect_rollout, gather_stacks
 from blocks.errors import ConfigError
-from blocks.learn.losses import clipped_policy_loss, demonstration_loss
+from blocks.learn.losses import clipped_policy_loss, demonstration_loss, spo_loss
 from blocks.learn.ranks import check_same_weights, local_gradients, sum_gradients, sum_over_ranks
 from blocks.learn.rollout_learner import RolloutLearner
 from blocks.model.policy import pad_token_ids
@@ -212,15 +211,11 @@ class SPOLearner(RolloutLearner):
                 value = self.policy.value(features)
                 advantage = reward - value.detach() if self.hparams.value_baseline else reward
                 policy_loss = clipped_policy_loss(log_prob, old_log_prob[c], advantage, self.hparams.clip)
-                value_loss = F.mse_loss(value, reward)
                 entropy = distribution.direction.entropy().mean()
-                block_loss = F.nll_loss(distribution.block_log_probs, gold[b])
-                loss = (
-                    policy_loss
-                    + self.hparams.value_loss_weight * value_loss
-                    - self.hparams.entropy_coef * entropy
-                    + self.hparams.block_loss_weight * block_loss
-                )
+                loss, value_loss, block_loss = spo_loss(
+                    policy_loss, value, reward, entropy, distribution.block_log_probs, gold[b],
+                    self.hparams.value_loss_weight, self.hparams.entropy_coef, self.hparams.block_loss_weight,
+                )  # fmt: skip
                 self.manual_backward(loss * (share * len(s) / len(steps)))  # chunk means add to the mean
                 with torch.no_grad():
                     clipped = ((log_prob - old_log_prob[c]).exp() - 1.0).abs() > self.hparams.clip

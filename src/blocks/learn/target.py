@@ -9,11 +9,11 @@ are the target; its direction head is not trained. ``agent=oracle_planner`` exec
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from blocks.agents.planner import OraclePlannerAgent
 from blocks.errors import ConfigError
 from blocks.learn.base import PolicyLearner
+from blocks.learn.losses import target_regression_loss
 
 
 class TargetLearner(PolicyLearner):
@@ -34,9 +34,10 @@ class TargetLearner(PolicyLearner):
         text = self.policy.encode_instruction(batch["tokens"], batch["lengths"])
         features = self.policy.joint_features(batch["images"], text, batch["previous_action"])
         block_log_probs = self.policy.action_distribution(features).block_log_probs
-        block_loss = F.nll_loss(block_log_probs, batch["block"])
         target = self.policy.predict_goal(features)[:, :2]
-        target_loss = (target - batch["goal"][:, :2]).pow(2).sum(1).mean()
+        block_loss, target_loss = target_regression_loss(
+            block_log_probs, batch["block"], target, batch["goal"][:, :2]
+        )
         loss = block_loss + target_loss
         with torch.no_grad():
             accuracy = (block_log_probs.argmax(1) == batch["block"]).float().mean()
