@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from blocks.data.collect import collect_rollout
 from blocks.data.demonstrations import DemonstrationDataModule
-from blocks.data.rollout import Rollout, collect_rollout, gather_stacks, split_update
+from blocks.data.rollout_tensors import Rollout, gather_stacks, split_update
 from blocks.data.rollouts import RolloutDataModule, RolloutStream
 from blocks.errors import ConfigError
 from blocks.learn.bandit import BanditLearner

@@ -7,8 +7,8 @@ import pytest
 import pytorch_lightning as pl
 import torch
 
+from blocks.data.collect import collect_rollout
 from blocks.data.episodes import EpisodeDataModule
-from blocks.data.rollout import collect_rollout
 from blocks.errors import ConfigError
 from blocks.learn.losses import clipped_policy_loss
 from blocks.learn.spo import SPOLearner

@@ -138,7 +138,7 @@ def test_step_rejects_what_is_not_a_long_tensor(two_block_task):
 
 def test_device_rollout_is_the_numpy_rollout(renderer):
     """The same policy and seed give the same episodes on both simulators: frames, actions, rewards."""
-    from blocks.data.rollout import collect_device_rollout, collect_rollout
+    from blocks.data.collect import collect_device_rollout, collect_rollout
     from blocks.model.policy import PolicyNetwork, pad_token_ids
 
     torch.manual_seed(0)

@@ -285,7 +285,7 @@ class RolloutClock:
         import torch
 
         from blocks.bench.stages import network_stages, print_breakdown, seconds_per_call
-        from blocks.data.rollout import gather_stacks
+        from blocks.data.rollout_tensors import gather_stacks
 
         chunk, updates = self.chunk, max(self.updates, 1)
         rollout, steps, boards = chunk.rollout, chunk.steps, chunk.boards

@@ -59,7 +59,8 @@ class GoalDataModule(BlocksDataModule):
         from blocks.corpus.loader import load_split
         from blocks.data.generate import Generator, measure
 
-        relations = measure(load_split("train", self.root, exclude_tune=True))  # the whole split's words, always
+        # the relations and phrases of the whole training split, whatever subset is trained on
+        relations = measure(load_split("train", self.root, exclude_tune=True))
         made = Generator(relations, self.seed).examples([x.task for x in examples], self.generated)
         log.info("%d generated instructions join %d training examples (%s)", len(made), len(examples),
                  ", ".join(f"{k} {v}" for k, v in vars(relations).items() if k not in ("phrases", "measured_on")))  # fmt: skip

@@ -14,13 +14,8 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from blocks.corpus.loader import Example
 from blocks.data.base import BlocksDataModule, PositionedLoader, StreamState, distributed_rank, epoch_shard
-from blocks.data.rollout import (
-    PendingRollout,
-    Rollout,
-    RolloutPiece,
-    collect_device_rollout,
-    collect_rollout,
-)
+from blocks.data.collect import collect_device_rollout, collect_rollout
+from blocks.data.rollout_tensors import PendingRollout, Rollout, RolloutPiece
 from blocks.errors import ConfigError
 from blocks.model.policy import PolicyNetwork, pad_token_ids
 from blocks.render.renderer import Renderer

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from blocks.data.rollout import Rollout
+from blocks.data.rollout_tensors import Rollout
 from blocks.errors import ConfigError
 from blocks.learn.losses import policy_gradient_loss
 from blocks.learn.rollout_learner import RolloutLearner

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from blocks.corpus.text import Vocabulary
-from blocks.data.rollout import Rollout, gather_stacks
+from blocks.data.rollout_tensors import Rollout, gather_stacks
 from blocks.errors import ConfigError
 from blocks.learn.losses import distillation_divergence
 from blocks.learn.oracle import OracleLearner

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from blocks.data.rollout import RolloutChunk, RolloutPiece, gather_stacks
+from blocks.data.rollout_tensors import RolloutChunk, RolloutPiece, gather_stacks
 from blocks.errors import ConfigError
 from blocks.learn.losses import td_loss
 from blocks.learn.rollout_learner import RolloutLearner

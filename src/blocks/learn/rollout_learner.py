@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from blocks.data.rollout import Rollout, RolloutChunk, RolloutPiece, gather_stacks
+from blocks.data.rollout_tensors import Rollout, RolloutChunk, RolloutPiece, gather_stacks
 from blocks.errors import ConfigError
 from blocks.learn.base import PolicyLearner
 from blocks.model.checkpoint import read_checkpoint

@@ -33,7 +33,8 @@ import numpy as np
 import torch
 from lightning_fabric.utilities.apply_func import move_data_to_device
 
-from blocks.data.rollout import Rollout, collect_device_rollout, collect_rollout, gather_stacks
+from blocks.data.collect import collect_device_rollout, collect_rollout
+from blocks.data.rollout_tensors import Rollout, gather_stacks
 from blocks.errors import ConfigError
 from blocks.learn.losses import clipped_policy_loss, demonstration_loss, spo_loss
 from blocks.learn.ranks import check_same_weights, local_gradients, sum_gradients, sum_over_ranks

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytorch_lightning as pl
 
-from blocks.data.rollout import RolloutPiece
+from blocks.data.rollout_tensors import RolloutPiece
 
 log = logging.getLogger(__name__)
 
