@@ -13,9 +13,9 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
-from blocks.cli import accepted_keys, one_line, usage_error
+from blocks.checks import accepted_keys, check_config
+from blocks.cli import one_line, usage_error
 from blocks.errors import CheckpointError, ConfigError
-from blocks.runs.checks import check_config
 from blocks.runs.pretrain import pretraining
 from blocks.runs.train import name_checkpoints_by_step
 
@@ -297,7 +297,7 @@ def test_a_trainer_value_lightning_would_refuse_with_a_traceback_is_one_line(ove
     "override", ["batch_size=0", "limit=abc", "limit=0", "limit=-1", "seed=abc", "threads=0"]
 )
 def test_a_bad_evaluation_value_is_one_line_naming_the_key(override):
-    from blocks.cli import EVAL_INTEGERS, check_integers
+    from blocks.checks import EVAL_INTEGERS, check_integers
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("eval", overrides=[override])
@@ -332,7 +332,7 @@ def test_a_run_validating_within_an_epoch_names_each_checkpoint_by_its_step():
 def test_a_gpu_trainer_without_a_gpu_is_one_line():
     from omegaconf import OmegaConf
 
-    from blocks.runs.checks import check_devices
+    from blocks.checks import check_devices
 
     with pytest.raises(ConfigError, match="no GPU that torch can use"):
         check_devices(OmegaConf.create({"trainer": {"accelerator": "gpu", "devices": 1}}))

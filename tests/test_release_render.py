@@ -200,7 +200,7 @@ def test_calibration_against_the_release_frames(corpus_root):
 
 
 def test_a_run_refuses_weights_learnt_from_the_other_picture(tmp_path):
-    from blocks.runs.checks import check_picture
+    from blocks.checks import check_picture
 
     old = tmp_path / "flat.ckpt"  # a checkpoint from before the choice: the flat picture
     torch.save({"hyper_parameters": {"vocabulary": ["a"]}, "state_dict": {}}, old)

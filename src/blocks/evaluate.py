@@ -192,9 +192,9 @@ def evaluate_from_config(cfg) -> dict[str, float | int | str]:
 
     import hydra
 
-    from blocks.cli import EVAL_INTEGERS, check_integers
+    from blocks.checks import check_eval_config
 
-    check_integers(cfg, EVAL_INTEGERS)
+    check_eval_config(cfg)
     tune_process(cfg.get("threads"))
     with claim_folder(cfg.paths.output_dir):
         agent = hydra.utils.instantiate(cfg.agent)

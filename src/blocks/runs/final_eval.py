@@ -9,7 +9,7 @@ from typing import Any
 import pytorch_lightning as pl
 from omegaconf import DictConfig, OmegaConf
 
-from blocks.runs.checks import chosen_option
+from blocks.checks import chosen_option
 from blocks.runs.record import RunRecord, environment
 
 

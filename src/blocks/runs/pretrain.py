@@ -20,7 +20,7 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
     """The supervised initialisation of a rollout learner, as (model, data, trainer, checkpoint callback):
     ``pretrain.epochs`` of SUPERVISED on the demonstrated training examples (``data.demonstration_fraction``),
     clipped at ``pretrain.gradient_clip``, saved under ``pretrain/`` of the run."""
-    from blocks.cli import accepted_keys
+    from blocks.checks import accepted_keys
     from blocks.data.demonstrations import DemonstrationDataModule
     from blocks.learn.supervised import SupervisedLearner
     from blocks.runs.callbacks import GracefulStop, ProgressBar

@@ -10,9 +10,8 @@ import hydra
 import pytorch_lightning as pl
 from omegaconf import DictConfig, OmegaConf
 
-from blocks.cli import accepted_keys
+from blocks.checks import accepted_keys, check_config
 from blocks.engine import tune_process
-from blocks.runs.checks import check_config
 from blocks.runs.final_eval import final_evaluation
 from blocks.runs.pretrain import supervised_start
 from blocks.runs.record import RunRecord, make_record, restore_hydra_record, resumed_config
