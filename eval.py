@@ -4,13 +4,13 @@ import hydra
 from omegaconf import DictConfig
 
 from blocks.cli import run, user_errors
-from blocks.evaluate import evaluate_from_config
+from blocks.runs.eval import evaluate
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="eval")
 def main(cfg: DictConfig) -> None:
     with user_errors():
-        evaluate_from_config(cfg)
+        evaluate(cfg)
 
 
 if __name__ == "__main__":

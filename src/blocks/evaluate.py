@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +11,6 @@ from tqdm.auto import tqdm
 
 from blocks.agents.baselines import Agent, episode_seeds
 from blocks.corpus.loader import Example
-from blocks.engine import tune_process
 from blocks.world.geometry import HORIZON
 from blocks.world.metrics import EpisodeResult, summarize
 from blocks.world.rewards import RewardConfig
@@ -133,79 +130,3 @@ def evaluate_split(
         output / "metrics.json", json.dumps(figures, indent=2) + "\n"
     )  # last: its episodes are there
     return figures
-
-
-@contextlib.contextmanager
-def claim_folder(folder: str | os.PathLike) -> Iterator[None]:
-    """Hold ``folder`` for one evaluation: a second one started into it while the first runs, or after it finished,
-    is refused (one line), instead of both writing there and leaving one's figures beside the other's
-    configuration. A claim whose process is gone (a killed run) is taken over."""
-    from blocks.errors import UsageError
-
-    lock = Path(folder) / ".evaluating"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        try:
-            handle = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            owner = lock.read_text().strip() if lock.exists() else ""
-            if owner.isdigit() and _alive(int(owner)):
-                raise UsageError(
-                    f"{folder}: another evaluation (process {owner}) is writing its results there; give this one "
-                    f"its own folder (hydra.run.dir=...)"
-                ) from None
-            lock.unlink(missing_ok=True)  # left by a process that is gone
-            continue
-        os.write(handle, str(os.getpid()).encode())
-        os.close(handle)
-        break
-    # An evaluation finished there: its figures are not replaced.
-    if (Path(folder) / "metrics.json").is_file():
-        lock.unlink(missing_ok=True)
-        raise UsageError(
-            f"{folder}: holds an earlier evaluation's results (metrics.json, episodes.csv); give this one its own "
-            f"folder (hydra.run.dir=...), or remove them to evaluate there again"
-        )
-    try:
-        yield
-    finally:
-        lock.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # PermissionError: alive, someone else's
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
-def evaluate_from_config(cfg) -> dict[str, float | int | str]:
-    """What ``eval.py`` does: build the agent, run the split, print and save the figures as JSON.
-
-    The last line on stdout is the JSON object; the same object goes to ``metrics.json`` in the run folder, and
-    every episode's figures to ``episodes.csv`` beside it.
-    """
-    import json
-
-    import hydra
-
-    from blocks.checks import check_eval_config
-
-    check_eval_config(cfg)
-    tune_process(cfg.get("threads"))
-    with claim_folder(cfg.paths.output_dir):
-        agent = hydra.utils.instantiate(cfg.agent)
-        name = hydra.core.hydra_config.HydraConfig.get().runtime.choices["agent"]
-        learnt = getattr(agent, "render", None)
-        if learnt is not None and learnt != cfg.data.get("render", "flat"):
-            print(f"{name}: its checkpoint learnt from data.render={learnt} pictures; evaluated on them, "
-                  f"not on data.render={cfg.data.render}", file=sys.stderr, flush=True)  # fmt: skip
-        record = evaluate_split(
-            agent, cfg.split, cfg.paths.output_dir, cfg.data.root, cfg.get("limit"), {"agent": name},
-            cfg.data.image_size, batch_size=cfg.batch_size, seed=cfg.seed, progress=cfg.progress,
-        )  # fmt: skip
-    print(json.dumps(record), flush=True)
-    return record

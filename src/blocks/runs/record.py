@@ -222,7 +222,9 @@ class KeepRunConfiguration(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from hydra.core.hydra_config import HydraConfig
 
-        HydraConfig.instance().set_config(config)  # as the job does first: the folder may name ${hydra:...} keys
+        HydraConfig.instance().set_config(
+            config
+        )  # as the job does first: the folder may name ${hydra:...} keys
         folder = Path(str(config.hydra.run.dir))
         subdir = str(config.hydra.output_subdir or ".hydra")
         if not (folder / subdir / "config.yaml").is_file():
