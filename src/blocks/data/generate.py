@@ -23,6 +23,7 @@ from blocks.corpus.loader import Example
 from blocks.corpus.text import tokenize
 from blocks.data.relabel import LOGO_WORDS
 from blocks.world.geometry import BLOCK_SIDE
+from blocks.world.planner import moved_block
 from blocks.world.task import Task
 
 KINDS = ("one_reference", "two_references", "no_reference", "compositional")
@@ -81,10 +82,6 @@ def mentioned_labels(example: Example) -> set[int]:
         if match and 1 <= int(match.group(1)) <= 20:
             labels.add(int(match.group(1)) - 1)
     return labels
-
-
-def moved_block(task: Task) -> int:
-    return int(np.argmax(np.linalg.norm(task.goal - task.start, axis=1)))
 
 
 def count_phrases(texts: Sequence[str]) -> dict[str, int]:
