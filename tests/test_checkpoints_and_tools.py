@@ -81,7 +81,9 @@ def test_eval_command_with_a_policy(checkpoint, corpus_root, tmp_path):
     record = json.loads(out.stdout.strip().splitlines()[-1])
     assert record["agent"] == "policy" and record["n"] == 16 and record["mean_steps"] >= 1
     (episodes,) = tmp_path.glob("logs/eval/runs/*/episodes.csv")  # every episode, beside metrics.json
-    rows = _script("compare_episodes").read(str(episodes))
+    from blocks.report.compare import read
+
+    rows = read(str(episodes))
     assert len(rows) == 16 and all(uid.startswith("devset.json/") for uid in rows)
     assert sum(error for _, error in rows.values()) / 16 == pytest.approx(record["mean_error"], abs=1e-9)
 
@@ -172,7 +174,7 @@ def test_exported_checkpoint_is_small_and_acts_the_same(checkpoint, corpus_root,
     from blocks.corpus import load_split
     from blocks.evaluate import run_episodes
     from blocks.render import Renderer
-    from blocks.runs.export import export
+    from blocks.report.export import export
 
     slim = export(checkpoint, tmp_path / "slim.ckpt")
     assert slim.stat().st_size < checkpoint.stat().st_size / 2
@@ -268,7 +270,8 @@ def _script(name: str):
 
 
 def test_paired_comparison_finds_a_known_difference_and_resamples_board_sequences():
-    compare = _script("compare_episodes")
+    import blocks.report.compare as compare
+
     rng = np.random.default_rng(0)
     a = {f"u{i}": (i // 20, float(e)) for i, e in enumerate(rng.uniform(0, 8, 400))}  # 20 board sequences
     b = {u: (episode, error - 0.5 + rng.normal(0, 0.3)) for u, (episode, error) in a.items()}
@@ -282,7 +285,8 @@ def test_paired_comparison_finds_a_known_difference_and_resamples_board_sequence
 
 def test_the_comparison_names_a_missing_or_wrong_file_in_one_line(tmp_path, monkeypatch, capsys):
     """A newcomer's slips: a path that is not there, or the metrics.json beside the episodes.csv."""
-    compare = _script("compare_episodes")
+    import blocks.report.compare as compare
+
     episodes = tmp_path / "episodes.csv"
     episodes.write_text("uid,episode,error\nu0,0,1.5\nu1,1,2.0\n")
     (tmp_path / "metrics.json").write_text('{"mean_error": 1.75}\n')
@@ -298,11 +302,26 @@ def test_the_comparison_names_a_missing_or_wrong_file_in_one_line(tmp_path, monk
         )
 
 
+def test_the_protocols_script_path_runs_the_reports_comparison(tmp_path):
+    """``scripts/compare_episodes.py``, the path the protocol names, prints what ``blocks.report.compare`` does."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("uid,episode,error\n" + "".join(f"u{i},{i // 2},{i % 3}.0\n" for i in range(8)))
+    b.write_text("uid,episode,error\n" + "".join(f"u{i},{i // 2},{i % 2}.5\n" for i in range(8)))
+    printed = [
+        subprocess.run(
+            [sys.executable, *how, str(a), str(b)], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        for how in (["scripts/compare_episodes.py"], ["-m", "blocks.report.compare"])
+    ]
+    assert printed[0].stdout == printed[1].stdout and "8 examples on 4 board sequences" in printed[0].stdout
+
+
 def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, monkeypatch):
     """A run resumed in its folder and then into a new folder: the curves read all CSV versions in order (folders
     joined by colons), the steps logged again after a resume replacing the interrupted ones, and place
     validations at their frames, the training error beside them."""
-    plot = _script("plot_curves")
+    import blocks.report.curves as plot
+
     run, resumed = tmp_path / "run", tmp_path / "resumed"
     header = "epoch,step,train/entropy,train/frames,train/rollout_error,val/horizon_rate,val/mean_error\n"
     for folder, rows in [
@@ -319,7 +338,7 @@ def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, mon
     ]:
         folder.mkdir(parents=True)
         (folder / "metrics.csv").write_text(header + "\n".join(rows) + "\n")
-    from blocks.curves import frames_at, read_run, running_mean
+    from blocks.report.curves import frames_at, read_run, running_mean
 
     columns = read_run(f"{run}:{resumed}")
     validated = np.flatnonzero(~np.isnan(columns["val/mean_error"]))
@@ -335,7 +354,7 @@ def test_learning_curves_join_a_resumed_runs_logs_and_count_frames(tmp_path, mon
 
 def test_the_curves_legend_sits_under_the_axis_labels_and_inside_the_figure(tmp_path):
     """Six runs with long names (a sweep's folders): the legend takes rows, not width, and the figure grows."""
-    from blocks.curves import curves_figure
+    from blocks.report.curves import curves_figure
 
     header = "epoch,step,train/entropy,train/frames,train/rollout_error,val/horizon_rate,val/mean_error\n"
     runs = []
@@ -361,9 +380,9 @@ def test_the_curves_legend_sits_under_the_axis_labels_and_inside_the_figure(tmp_
 def test_the_curves_say_what_a_run_has_not_logged_yet(tmp_path, monkeypatch, capsys):
     """A supervised run before its first validation has nothing to draw: one line says so, no empty figure.
     After it, the panels it does not log (entropy) say so, and the legend still names the run."""
-    from blocks.curves import curves_figure
+    import blocks.report.curves as plot
+    from blocks.report.curves import curves_figure
 
-    plot = _script("plot_curves")
     run = tmp_path / "supervised"
     (run / "csv" / "version_0").mkdir(parents=True)
     metrics = run / "csv" / "version_0" / "metrics.csv"
@@ -443,7 +462,7 @@ def test_the_read_and_plan_notebook_runs(corpus_root):
 def test_sweep_summary_pairs_each_run_with_the_reference(tmp_path):
     """The sweep table: the swept value, the paper's figure, the paired difference from the reference run of the
     same seed, and the best of several seeds picked on the tuning split; the plot puts a value's seeds together."""
-    from blocks.runs.sweep import against_paper_figure, paper_figure, summarize_sweep
+    from blocks.report.sweep import against_paper_figure, paper_figure, summarize_sweep
 
     figures = {"mean_error": 0.0, "median_error": 0.0, "mean_min_distance": 0.0, "median_min_distance": 0.0,
                "mean_steps": 10.0, "horizon_rate": 0.0}  # fmt: skip
@@ -481,7 +500,7 @@ def test_sweep_summary_pairs_each_run_with_the_reference(tmp_path):
 def test_sweep_summary_pairs_with_a_reference_kept_outside_the_sweep(tmp_path, capsys):
     """Figure 4's 100 % in a later world is the approach's run, kept in another folder: ``--also`` lists it with
     its value read from its composed config and pairs the sweep's runs of its seed against it."""
-    from blocks.runs.sweep import main
+    from blocks.report.sweep import main
 
     figures = {"mean_error": 0.0, "median_error": 0.0}
     header = "uid,episode,error,min_distance,steps,hit_horizon,reached_goal,failed_moves"
@@ -530,7 +549,7 @@ def _finished_run(folder: Path, seed: int, tune: list[float], figures: dict, che
 def test_seeds_report_picks_the_best_run_on_tune_and_refuses_mixed_splits(tmp_path):
     """The paper's best of three, picked on the tuning split (not on dev, where run a is better)."""
     from blocks.errors import ConfigError
-    from blocks.runs.seeds import report
+    from blocks.report.seeds import report
 
     a = _finished_run(tmp_path / "a", 1, [5.0, 4.5], {"mean_error": 4.0, "median_error": 3.5})
     b = _finished_run(tmp_path / "b", 2, [4.8, 4.2], {"mean_error": 4.4, "median_error": 4.1})
@@ -555,8 +574,8 @@ def test_a_kept_record_reads_as_its_run_and_points_at_the_exported_checkpoint(tm
     import torch
 
     from blocks.errors import ConfigError
-    from blocks.runs.keep import keep
-    from blocks.runs.sweep import run_row
+    from blocks.report.keep import keep
+    from blocks.report.sweep import run_row
 
     run = _finished_run(tmp_path / "run", 7, [5.0, 4.5], {"mean_error": 4.0, "median_error": 3.5},
                         str(SHIPPED / "bandit.ckpt"))  # fmt: skip
@@ -587,7 +606,7 @@ def test_an_ensemble_of_one_network_twice_acts_as_that_network(corpus_root, tmp_
     from blocks.corpus.loader import load_split
     from blocks.evaluate import run_episodes, write_episodes
     from blocks.render.renderer import Renderer
-    from blocks.runs.seeds import report
+    from blocks.report.seeds import report
 
     checkpoint = str(SHIPPED / "bandit.ckpt")
     examples = load_split("dev", corpus_root)[:8]
@@ -612,7 +631,7 @@ def test_averaging_a_runs_epochs_gives_the_mean_weights(tmp_path):
 
     from blocks.learn.goal import GoalLearner
     from blocks.model.checkpoint import load_goal_predictor
-    from blocks.runs.export import average
+    from blocks.report.export import average
 
     folder = tmp_path / "run" / "checkpoints"
     folder.mkdir(parents=True)
@@ -658,7 +677,7 @@ def _payload_checkpoint(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_checkpoint_that_would_run_code_is_refused_without_running_it(tmp_path):
     from blocks.errors import CheckpointError
     from blocks.model.checkpoint import load_goal_predictor, read_checkpoint
-    from blocks.runs.export import export
+    from blocks.report.export import export
 
     bad, marker = _payload_checkpoint(tmp_path)
     for load in (read_checkpoint, load_goal_predictor, lambda p: export(p, tmp_path / "out.ckpt")):
@@ -742,7 +761,7 @@ def test_picture_path_tells_a_blind_network_from_a_seeing_one():
 
 def test_export_names_what_is_missing_in_one_line(tmp_path, capsys):
     """A run that has not validated yet, a checkpoint that is not there: one line and exit 2, not a traceback."""
-    from blocks.runs.export import main
+    from blocks.report.export import main
 
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)

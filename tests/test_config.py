@@ -395,11 +395,13 @@ def test_a_record_written_before_the_learn_split_names_the_classes_at_their_new_
             "note": "blocks.learn.data.RolloutDataModule",
         },
         "list": [{"_target_": "blocks.learn.goal.GoalDataModule"}],
+        "summary": {"_target_": "blocks.runs.sweep.SweepSummary"},  # before report/ took the tools (2026-12-07)
     }
     new = current_targets(old)
     assert new["data"] == {"_target_": "blocks.data.rollouts.RolloutDataModule", "batch_size": 8}
     assert new["callbacks"]["bar"]["_target_"] == "blocks.runs.callbacks.ProgressBar"
     assert new["model"] == old["model"]  # a learner did not move; a value that is not a target is left alone
+    assert new["summary"]["_target_"] == "blocks.report.sweep.SweepSummary"
     for target in (new["data"]["_target_"], new["callbacks"]["bar"]["_target_"], new["list"][0]["_target_"]):
         hydra.utils.get_class(target)  # each names a class that exists
 

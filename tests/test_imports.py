@@ -95,6 +95,7 @@ def test_no_subpackage_imports_itself_back():
         ("blocks.data", {"blocks.learn", "blocks.runs", "blocks.agents", "blocks.evaluate", "blocks.demo"}),
         ("blocks.learn", {"blocks.runs", "blocks.demo"}),
         ("blocks.demo", {"blocks.learn", "blocks.data", "blocks.runs"}),
+        ("blocks.report", {"blocks.runs", "blocks.learn", "blocks.data", "blocks.demo"}),
         ("blocks.corpus", {"blocks.model", "blocks.learn", "blocks.agents"}),
         ("blocks.render", {"blocks.model", "blocks.learn", "blocks.agents"}),
         ("blocks.tensor_world", {"blocks.model", "blocks.learn", "blocks.agents", "blocks.corpus"}),

@@ -16,7 +16,7 @@ import torch
 
 from blocks.agents.policy import PolicyAgent
 from blocks.learn import load_learner
-from blocks.runs.export import best_checkpoint, validations
+from blocks.report.export import best_checkpoint, validations
 
 from .conftest import REPO
 
@@ -128,7 +128,7 @@ def test_resume_from_a_mid_epoch_checkpoint_finishes_that_epoch(corpus_root, tmp
     scored = validations(first)
     assert [p.name for p, _ in scored] == [s001, s002]
     assert [round(s, 4) for _, s in scored] == [round(e, 4) for e in val_errors(first)]
-    command = ["-m", "blocks.runs.export", "--best", str(first), str(tmp_path / "best.ckpt")]
+    command = ["-m", "blocks.report.export", "--best", str(first), str(tmp_path / "best.ckpt")]
     out = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True, check=True)
     assert f"best: {best_checkpoint(first)[0].name}" in out.stdout
     assert f"{s001}: val/mean_error " in out.stdout  # the score's name as the run monitored it
@@ -492,7 +492,7 @@ def test_ablation_sweep_runs_two_at_a_time_resumes_and_writes_one_table(corpus_r
         assert (sweep / picture).read_bytes()[:4] == b"\x89PNG"
     again = run_train([*args, "trainer.max_epochs=2"], tmp_path, corpus_root)
     assert again.stderr.count("resuming") + again.stdout.count("resuming") == 2
-    from blocks.curves import read_run
+    from blocks.report.curves import read_run
 
     columns = read_run(sweep / "ablation=none,seed=42")  # both sessions' logs
     validated = ~np.isnan(columns["val/mean_error"])

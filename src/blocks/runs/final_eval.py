@@ -20,8 +20,8 @@ def final_evaluation(
     its row beside the paper's; also written to ``final_eval.json`` and ``episodes.csv`` in the run folder."""
     from blocks.corpus.loader import load_split
     from blocks.evaluate import run_episodes, write_atomically, write_episodes
-    from blocks.paper import comparison_row
     from blocks.render.factory import make_renderer
+    from blocks.report.paper import comparison_row
     from blocks.world.metrics import summarize
 
     split = OmegaConf.select(cfg, "final_eval.split")

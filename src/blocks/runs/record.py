@@ -37,7 +37,9 @@ MOVED_TARGETS = {
     "blocks.learn.perception.BoardsDataModule": "blocks.data.boards.BoardsDataModule",
     "blocks.learn.goal.GoalDataModule": "blocks.data.goals.GoalDataModule",
     "blocks.learn.callbacks.": "blocks.runs.callbacks.",
-    "blocks.learn.sweep.": "blocks.runs.sweep.",
+    "blocks.learn.sweep.": "blocks.report.sweep.",
+    # the tools for finished runs left runs/ for report/ (2026-12-07)
+    "blocks.runs.sweep.": "blocks.report.sweep.",
 }
 
 

@@ -1,8 +1,8 @@
 """Slim a training checkpoint down to what inference needs: weights and hyperparameters (a few MB).
 
-    python -m blocks.runs.export logs/train/runs/<run>/checkpoints/epoch_012.ckpt checkpoints/bandit.ckpt
-    python -m blocks.runs.export --best logs/train/runs/<run> checkpoints/bandit.ckpt   # the tune-best one
-    python -m blocks.runs.export --average 14 19 logs/train/runs/<run> out.ckpt   # the mean weights of epochs 14-19
+    python -m blocks.report.export logs/train/runs/<run>/checkpoints/epoch_012.ckpt checkpoints/bandit.ckpt
+    python -m blocks.report.export --best logs/train/runs/<run> checkpoints/bandit.ckpt   # the tune-best one
+    python -m blocks.report.export --average 14 19 logs/train/runs/<run> out.ckpt   # the mean weights of epochs 14-19
 
 The result still loads with ``blocks.model.checkpoint.load_policy(path)``, ``load_learner(path)`` and
 ``python eval.py agent=policy ckpt_path=path``; it cannot resume training (no optimizer state).
@@ -102,7 +102,9 @@ def best_checkpoint(run: str | Path) -> tuple[Path, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m blocks.runs.export", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m blocks.report.export", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("source", help="a training checkpoint, or with --best a run folder")
     parser.add_argument("destination")
     parser.add_argument("--best", action="store_true", help="export the run's tune-best checkpoint")

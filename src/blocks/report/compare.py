@@ -1,12 +1,15 @@
 """Paired comparison of two evaluations of one split: the mean difference in error, with a bootstrap interval.
 
 The bootstrap resamples whole corpus episodes (board sequences), not single instructions: instructions on one
-board are not independent, and dev has only 10 board sequences. Read by ``scripts/compare_episodes.py`` and by
-the sweep summaries (``blocks.runs.sweep``).
+board are not independent, and dev has only 10 board sequences. Both files are the ``episodes.csv`` that ``eval.py`` writes beside ``metrics.json``; the sweep summaries
+(:mod:`blocks.report.sweep`) use the same test.
+
+    python -m blocks.report.compare logs/eval/runs/<a>/episodes.csv logs/eval/runs/<b>/episodes.csv
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 
 import numpy as np
@@ -56,3 +59,26 @@ def paired_difference(
         "high": float(high),
         "b_better": float((difference < 0).mean()),
     }
+
+
+def main(argv: list[str] | None = None) -> None:
+    from blocks.cli import user_errors
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("a")
+    parser.add_argument("b")
+    args = parser.parse_args(argv)
+    with user_errors():
+        r = paired_difference(read(args.a), read(args.b))
+    print(
+        f"{r['n']} examples on {r['episodes']} board sequences: mean error a {r['mean_a']:.3f}, b {r['mean_b']:.3f}; "
+        f"b - a = {r['difference']:+.3f} (95 % interval {r['low']:+.3f} to {r['high']:+.3f}); "
+        f"b lower on {100 * r['b_better']:.1f} % of examples"
+    )
+    if r["episodes"] < 2:
+        print("one board sequence: the bootstrap resamples board sequences and needs several, so the interval says "
+              "nothing here; compare on a split with more boards (dev has 10)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

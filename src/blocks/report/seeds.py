@@ -6,7 +6,7 @@ tuning split selected and its dev figures, ``episodes.csv``, the CSV log); with 
 checkpoints act together (:class:`~blocks.agents.policy.PolicyAgent`: the mean of their log-probabilities) on
 the runs' split, and the ensemble is paired against the best run (95 % bootstrap over board sequences):
 
-    python -m blocks.runs.seeds logs/reinforce_run1 logs/reinforce_seed1 logs/reinforce_seed2 \\
+    python -m blocks.report.seeds logs/reinforce_run1 logs/reinforce_seed1 logs/reinforce_seed2 \\
         --ensemble --out logs/reinforce_seeds
 
 writes ``seeds.md`` (and the ensemble's ``metrics.json`` and ``episodes.csv``) in ``--out``.
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from blocks.compare import paired_difference, read
 from blocks.errors import ConfigError
-from blocks.runs.sweep import best_of, number, run_row
+from blocks.report.compare import paired_difference, read
+from blocks.report.sweep import best_of, number, run_row
 
 
 def evaluate_ensemble(checkpoints: list[str], split: str, out: Path, root: str | None = None,
@@ -88,7 +88,9 @@ def report(runs: list[Path], out: Path | None = None, ensemble: bool = False, ro
 def main(argv: list[str] | None = None) -> None:
     from blocks.cli import exit_with
 
-    parser = argparse.ArgumentParser(prog="python -m blocks.runs.seeds", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m blocks.report.seeds", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("runs", type=Path, nargs="+", help="run folders (hydra.run.dir) of one recipe")
     parser.add_argument("--out", type=Path, help="folder for seeds.md (and the ensemble's episodes)")
     parser.add_argument(

@@ -4,10 +4,10 @@ A paper row measured over several runs (the best of three, the ensembles, a Figu
 days) needs each run's figures long after its log folder is gone. ``keep`` copies what the sweep table and the
 seeds report read (``final_eval.json``, ``episodes.csv``, the CSV log, the Hydra overrides and config) and, with
 ``--checkpoint``, exports the checkpoint the tuning split selected (weights only, a few MB) and points the kept
-``final_eval.json`` at it, so that ``python -m blocks.runs.seeds --ensemble`` can still act with it:
+``final_eval.json`` at it, so that ``python -m blocks.report.seeds --ensemble`` can still act with it:
 
-    python -m blocks.runs.keep logs/figure4/fraction=0.125,seed=42 docs/runs/figure4/fraction=0.125,seed=42
-    python -m blocks.runs.keep logs/reinforce_seed1 docs/runs/reinforce/seed=1 \\
+    python -m blocks.report.keep logs/figure4/fraction=0.125,seed=42 docs/runs/figure4/fraction=0.125,seed=42
+    python -m blocks.report.keep logs/reinforce_seed1 docs/runs/reinforce/seed=1 \\
         --checkpoint checkpoints/paper/reinforce_seed1.ckpt
 
 Training checkpoints, the optimizer's state and the supervised start's folder are left behind.
@@ -32,7 +32,7 @@ def keep(run: Path, destination: Path, checkpoint: Path | None = None) -> Path:
         raise ConfigError(f"{run}: no {' or '.join(missing)} (keep a finished, evaluated run)")
     record = json.loads((run / "final_eval.json").read_text())
     if checkpoint is not None:
-        from blocks.runs.export import export
+        from blocks.report.export import export
 
         if not record.get("checkpoint") or not Path(record["checkpoint"]).is_file():
             raise ConfigError(
@@ -51,7 +51,7 @@ def keep(run: Path, destination: Path, checkpoint: Path | None = None) -> Path:
 def main(argv: list[str] | None = None) -> None:
     from blocks.cli import exit_with
 
-    parser = argparse.ArgumentParser(prog="python -m blocks.runs.keep", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m blocks.report.keep", description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="a finished run's folder (hydra.run.dir or a sweep's job)")
     parser.add_argument("destination", type=Path, help="folder for the kept record")
     parser.add_argument("--checkpoint", type=Path, help="export the selected checkpoint here (weights only)")

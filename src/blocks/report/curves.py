@@ -4,12 +4,18 @@ The error panel also draws, dashed, the final error of the episodes the learner 
 instructions (``train/rollout_error``, on-policy learners): the gap between the two lines is what the network
 fails to carry to held-out instructions (the tuning line is greedy, the training line samples).
 
-A run folder's ``csv/version_*/metrics.csv`` (a resumed run writes one version per session). Read by
-``scripts/plot_curves.py`` and the sweep summaries (``blocks.runs.sweep``).
+A run folder's ``csv/version_*/metrics.csv`` (a resumed run writes one version per session). Read by the
+sweep summaries (:mod:`blocks.report.sweep`) and from the command line:
+
+    python -m blocks.report.curves logs/train/runs/<run> [<run> ...] --out docs/curves.png [--labels a b]
+
+A run resumed into new folders is one argument, its folders in order joined by colons as in PATH
+(``<first>:<second>``).
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import os
 from pathlib import Path
@@ -131,3 +137,20 @@ def curves_figure(runs: list[Path | str], labels: list[str] | None = None, title
         figure.suptitle(title)
     figure.tight_layout(rect=(0, legend_height / (3.6 + legend_height), 1, 1))
     return figure
+
+
+def main(argv: list[str] | None = None) -> None:
+    from blocks.cli import user_errors
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", help="run folders (a resumed run's folders joined by colons)")
+    parser.add_argument("--out", type=Path, default=Path("curves.png"))
+    parser.add_argument("--labels", nargs="*", help="one per run (default: the run folder's name)")
+    parser.add_argument("--title", default=None)
+    args = parser.parse_args(argv)
+    with user_errors():
+        print(f"wrote {plot_runs(args.runs, args.labels, args.out, args.title)}")
+
+
+if __name__ == "__main__":
+    main()

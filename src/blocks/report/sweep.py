@@ -9,8 +9,8 @@ with several seeds also gets the best of them, picked on the tuning split: the p
 dev errors beside the paper's in ``paper.png``. An
 interrupted sweep can be summarised by hand, runs kept elsewhere (a reference) added with ``--also``:
 
-    python -m blocks.runs.sweep logs/ablations --key ablation --reference none
-    python -m blocks.runs.sweep logs/figure4 --key data.demonstration_fraction --reference 1.0 --also <run>
+    python -m blocks.report.sweep logs/ablations --key ablation --reference none
+    python -m blocks.report.sweep logs/figure4 --key data.demonstration_fraction --reference 1.0 --also <run>
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from blocks.compare import paired_difference, read
-from blocks.curves import read_run
-from blocks.paper import PAPER_SWEEPS
+from blocks.report.compare import paired_difference, read
+from blocks.report.curves import read_run
+from blocks.report.paper import PAPER_SWEEPS
 
 COLUMNS = ("value", "seed", "mean_error", "median_error", "mean_min_distance", "median_min_distance", "mean_steps",
            "horizon_rate", "tune_error", "paper_mean_error", "difference", "low", "high", "frames", "hours",
@@ -176,7 +176,7 @@ def summarize_sweep(
         (job, row) for job, row in zip(jobs, rows, strict=True) if any(job.glob("csv/version_*/metrics.csv"))
     ]
     if logged:
-        from blocks.curves import plot_runs
+        from blocks.report.curves import plot_runs
 
         plot_runs([j for j, _ in logged], [f"{r['value']} (seed {r['seed']})" for _, r in logged],
                   folder / "curves.png", title=f"{key} sweep")  # fmt: skip
@@ -239,7 +239,9 @@ class SweepSummary(Callback):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m blocks.runs.sweep", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m blocks.report.sweep", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("folder", type=Path, help="the sweep folder (hydra.sweep.dir)")
     parser.add_argument("--key", required=True, help="the swept override, e.g. ablation")
     parser.add_argument("--reference", required=True, help="the value the others are compared with")
