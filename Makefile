@@ -33,7 +33,7 @@ lint: $(STAMP)
 
 eval: $(STAMP)  ## the baselines and the shipped agents on dev
 	for a in stop random demonstrations; do $(PY) eval.py agent=$$a split=dev || exit 1; done
-	$(PY) eval.py agent=policy ckpt_path=checkpoints/bandit.ckpt split=dev
+	$(PY) eval.py agent=policy ckpt_path=checkpoints/paper/approach.ckpt split=dev
 
 bench: $(STAMP)
 	$(PY) -m blocks.bench env

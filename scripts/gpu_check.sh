@@ -21,8 +21,8 @@ for model in supervised bandit oracle; do
         echo "smoke $model on $accelerator: FAILED (see $out/smoke_$model.log)"; tail -20 "$out/smoke_$model.log"; status=1
     fi
 done
-echo "shipped bandit on dev, device $device (checkpoints/README.md has the CPU figures):"
-"$python" eval.py agent=policy ckpt_path=checkpoints/bandit.ckpt split=dev +agent.device=$device progress=false \
+echo "the shipped approach on dev, device $device (checkpoints/README.md has the CPU figures):"
+"$python" eval.py agent=policy ckpt_path=checkpoints/paper/approach.ckpt split=dev +agent.device=$device progress=false \
     ${EVAL_LIMIT:+limit=$EVAL_LIMIT} hydra.run.dir="$out/eval_bandit_dev" 2>&1 | tail -1 || status=1
 echo "training speeds:"
 "$python" -m blocks.bench train --seconds "${BENCH_SECONDS:-20}" 2>&1 | grep -v Warning | tail -4 || status=1

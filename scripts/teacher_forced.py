@@ -3,8 +3,8 @@
 A diagnostic beside the greedy rollouts of eval.py: the context is the demonstration's (its images and previous
 action), so this measures what a model reads from one picture and instruction, not where its own mistakes lead.
 
-    python scripts/teacher_forced.py checkpoints/supervised.ckpt --split tune --limit 200
-    python scripts/teacher_forced.py checkpoints/supervised.ckpt --no-previous-action   # the previous action hidden
+    python scripts/teacher_forced.py checkpoints/paper/supervised_release_pictures.ckpt --split tune --limit 200
+    python scripts/teacher_forced.py checkpoints/paper/supervised_release_pictures.ckpt --no-previous-action   # the previous action hidden
 
 Prints one JSON line: direction and block accuracy, STOP recall and precision, and for a network with a goal head
 (or goal map) the mean distance between the predicted and the true goal and offset (block lengths), over

@@ -120,7 +120,7 @@ def test_gif_of_an_episode(corpus_root, tmp_path):
 
     out = main(
         [
-            f"ckpt_path={SHIPPED / 'bandit.ckpt'}",
+            f"ckpt_path={SHIPPED / 'paper' / 'approach.ckpt'}",
             "split=dev",
             "index=2",
             f"out={tmp_path / 'x.gif'}",
@@ -129,23 +129,11 @@ def test_gif_of_an_episode(corpus_root, tmp_path):
     )
     with Image.open(out) as gif:
         assert gif.n_frames >= 2 and gif.size[0] == 480
-    shipped = SHIPPED / "distill.ckpt"  # the goal agent needs a network with a goal head
-    out = main(
-        [
-            "agent=goal",
-            f"ckpt_path={shipped}",
-            "index=2",
-            f"out={tmp_path / 'goal.gif'}",
-            f"data_root={corpus_root}",
-        ]
-    )
-    with Image.open(out) as gif:
-        assert gif.n_frames >= 2
     out = main(  # the read-and-plan agent, with what it read drawn on every frame
         [
             "agent=read_and_plan",
-            f"reader={SHIPPED / 'board_reader.ckpt'}",
-            f"goal={SHIPPED / 'goal_predictor.ckpt'}",
+            f"reader={SHIPPED / 'ours' / 'board_reader.ckpt'}",
+            f"goal={SHIPPED / 'ours' / 'goal_predictor.ckpt'}",
             "index=100",
             f"out={tmp_path / 'read.gif'}",
             f"data_root={corpus_root}",
@@ -189,41 +177,21 @@ def test_exported_checkpoint_is_small_and_acts_the_same(checkpoint, corpus_root,
     assert full == small
 
 
-def test_the_shipped_bandit_ensemble_stops_on_its_own_and_beats_stop(corpus_root):
-    """checkpoints/bandit_ensemble/: the five after the paper's bandit learnt to stop (the five before it run to the
-    horizon on 99 % of dev episodes; README, "The paper's bandit on the ensemble")."""
-    from blocks.agents.baselines import StopAgent
-    from blocks.agents.policy import PolicyAgent
-    from blocks.corpus import load_split
-    from blocks.evaluate import evaluate
-    from blocks.learn import BanditLearner, load_learner
-    from blocks.render import Renderer
-
-    members = sorted((REPO / "checkpoints" / "bandit_ensemble").glob("*.ckpt"))
-    assert len(members) == 5 and all(isinstance(load_learner(str(p)), BanditLearner) for p in members)
-    agent = PolicyAgent.from_checkpoint([str(p) for p in members])
-    examples = load_split("dev", corpus_root)[:32]
-    ensemble = evaluate(agent, examples, render_frames=Renderer(corpus_root).render, progress=False)
-    assert ensemble["horizon_rate"] < 0.85
-    assert ensemble["mean_error"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 1.0
-
-
 def test_load_learner_opens_the_board_readers_and_the_goal_networks_checkpoints_too():
     """The README says any learner's checkpoint: the read-and-plan agent's two networks are learners too."""
     from blocks.learn.goal import GoalLearner
     from blocks.learn.load import load_learner
     from blocks.learn.perception import PerceptionLearner
 
-    assert isinstance(load_learner(str(SHIPPED / "board_reader.ckpt")), PerceptionLearner)
-    goal = load_learner(str(SHIPPED / "goal_predictor.ckpt"))
+    assert isinstance(load_learner(str(SHIPPED / "ours" / "board_reader.ckpt")), PerceptionLearner)
+    goal = load_learner(str(SHIPPED / "ours" / "goal_predictor.ckpt"))
     assert isinstance(goal, GoalLearner) and not goal.training
 
 
-@pytest.mark.parametrize("name", ["spo.ckpt", "spo_release_world.ckpt"])
-def test_the_shipped_spo_network_keeps_its_block_and_beats_stop(corpus_root, name):
-    """Xiong et al.'s recipe as shipped (docs/experiments/spo.md), trained before and in the release's world: each
-    loads with no other argument, names the block from the words once per episode, and ends nearer the goals than
-    STOP on real dev boards."""
+def test_the_shipped_spo_network_keeps_its_block_and_beats_stop(corpus_root):
+    """Xiong et al.'s recipe as shipped (docs/experiments/spo.md), trained in the release's world: it loads with no
+    other argument, names the block from the words once per episode, and ends nearer the goals than STOP on real
+    dev boards."""
     from blocks.agents.baselines import StopAgent
     from blocks.agents.policy import PolicyAgent
     from blocks.corpus.loader import load_split
@@ -232,30 +200,12 @@ def test_the_shipped_spo_network_keeps_its_block_and_beats_stop(corpus_root, nam
     from blocks.learn.spo import SPOLearner
     from blocks.render import Renderer
 
-    learner = load_learner(str(SHIPPED / name))
+    learner = load_learner(str(SHIPPED / "paper" / "spo.ckpt"))
     assert isinstance(learner, SPOLearner) and learner.policy.block_per_episode
     examples = load_split("dev", corpus_root)[:64]
-    agent = PolicyAgent.from_checkpoint(str(SHIPPED / name))
+    agent = PolicyAgent.from_checkpoint(str(SHIPPED / "paper" / "spo.ckpt"))
     spo = evaluate(agent, examples, render_frames=Renderer(corpus_root).render, progress=False)
     assert spo["mean_error"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 0.5
-
-
-def test_the_shipped_distilled_network_loads_without_its_teachers_and_beats_stop(corpus_root):
-    """checkpoints/distill.ckpt acts alone; its teachers are on record only (README, "Distillation")."""
-    from blocks.agents.baselines import StopAgent
-    from blocks.corpus import load_split
-    from blocks.evaluate import evaluate
-    from blocks.learn import DistillationLearner, load_learner
-    from blocks.render import Renderer
-
-    learner = load_learner(str(SHIPPED / "distill.ckpt"))
-    assert isinstance(learner, DistillationLearner) and len(learner.hparams.teachers) == 5
-    assert not learner.teachers  # loaded only when training starts
-    examples = load_split("dev", corpus_root)[:32]
-    distilled = evaluate(
-        learner.agent(), examples, render_frames=Renderer(corpus_root).render, progress=False
-    )
-    assert distilled["mean_error"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 1.0
 
 
 def _script(name: str):
@@ -400,7 +350,7 @@ def test_the_curves_say_what_a_run_has_not_logged_yet(tmp_path, monkeypatch, cap
 
 
 def test_the_shipped_read_and_plan_agent_acts_on_what_it_reads_and_beats_stop(corpus_root):
-    """checkpoints/board_reader.ckpt and goal_predictor.ckpt: the agent reads real dev boards, names and moves a
+    """checkpoints/ours/board_reader.ckpt and goal_predictor.ckpt: the agent reads real dev boards, names and moves a
     block, and ends far nearer the goals than STOP (docs/experiments/read-and-plan.md)."""
     from blocks.agents.baselines import StopAgent
     from blocks.agents.reader import ReadAndPlanAgent
@@ -409,7 +359,7 @@ def test_the_shipped_read_and_plan_agent_acts_on_what_it_reads_and_beats_stop(co
     from blocks.render import Renderer
 
     agent = ReadAndPlanAgent.from_checkpoints(
-        str(SHIPPED / "board_reader.ckpt"), str(SHIPPED / "goal_predictor.ckpt")
+        str(SHIPPED / "ours" / "board_reader.ckpt"), str(SHIPPED / "ours" / "goal_predictor.ckpt")
     )
     examples = load_split("dev", corpus_root)[:32]
     figures = evaluate(agent, examples, render_frames=Renderer(corpus_root).render, progress=False)
@@ -435,7 +385,7 @@ def test_the_seven_shipped_goal_networks_read_as_one_place_goals_better_than_one
     from blocks.learn.goal import goal_errors
     from blocks.model.checkpoint import load_goal_predictor
 
-    loaded = [load_goal_predictor(str(SHIPPED / f"{name}.ckpt")) for name in SEVEN_GOAL_NETWORKS]
+    loaded = [load_goal_predictor(str(SHIPPED / "ours" / f"{name}.ckpt")) for name in SEVEN_GOAL_NETWORKS]
     assert all(words == loaded[0][1] for _, words in loaded)
     vocabulary = Vocabulary(loaded[0][1])
     examples = load_split("dev", corpus_root)[:128]
@@ -578,7 +528,7 @@ def test_a_kept_record_reads_as_its_run_and_points_at_the_exported_checkpoint(tm
     from blocks.report.sweep import run_row
 
     run = _finished_run(tmp_path / "run", 7, [5.0, 4.5], {"mean_error": 4.0, "median_error": 3.5},
-                        str(SHIPPED / "bandit.ckpt"))  # fmt: skip
+                        str(SHIPPED / "paper" / "approach.ckpt"))  # fmt: skip
     (run / "episodes.csv").write_text("uid,episode,error\ndev/0,0,4.0\n")
     (run / "checkpoints").mkdir()
     (run / "checkpoints" / "last.ckpt").write_bytes(b"optimizer state")
@@ -591,7 +541,7 @@ def test_a_kept_record_reads_as_its_run_and_points_at_the_exported_checkpoint(tm
             for row in (ours, theirs)]  # fmt: skip
     assert same[0] == same[1] and ours["tune_error"] == 4.5  # NaN (no hours logged) equal as text
     exported = torch.load(theirs["checkpoint"], map_location="cpu", weights_only=False)
-    shipped = torch.load(SHIPPED / "bandit.ckpt", map_location="cpu", weights_only=False)
+    shipped = torch.load(SHIPPED / "paper" / "approach.ckpt", map_location="cpu", weights_only=False)
     assert all(torch.equal(v, shipped["state_dict"][k]) for k, v in exported["state_dict"].items())
     (run / "final_eval.json").write_text(json.dumps({"checkpoint": str(tmp_path / "gone.ckpt")}))
     with pytest.raises(ConfigError, match="not there to export"):
@@ -608,7 +558,7 @@ def test_an_ensemble_of_one_network_twice_acts_as_that_network(corpus_root, tmp_
     from blocks.render.renderer import Renderer
     from blocks.report.seeds import report
 
-    checkpoint = str(SHIPPED / "bandit.ckpt")
+    checkpoint = str(SHIPPED / "paper" / "approach.ckpt")
     examples = load_split("dev", corpus_root)[:8]
     results = run_episodes(PolicyAgent.from_checkpoint(checkpoint), examples,
                            render_frames=Renderer(corpus_root).render, progress=False)  # fmt: skip
@@ -847,9 +797,9 @@ def test_a_resumed_run_keeps_the_installs_it_ran_under(tmp_path):
     assert installs == [{"from_step": 0, **older}, {"from_step": 8, **now}]
 
 
-@pytest.mark.parametrize("name", ["supervised_release_render.ckpt", "approach_release_render.ckpt"])
+@pytest.mark.parametrize("name", ["supervised_release_pictures.ckpt", "approach_release_pictures.ckpt"])
 def test_the_shipped_networks_on_the_releases_pictures_name_them_and_beat_stop_there(corpus_root, name):
-    """checkpoints/paper/*_release_render.ckpt (docs/experiments/release-pictures.md): each records the picture it
+    """checkpoints/paper/*_release_pictures.ckpt (docs/experiments/release-pictures.md): each records the picture it
     learnt from, so evaluation draws the release's pictures without being told; there it ends nearer the goals than
     STOP and than on the flat picture, on real dev boards."""
     from blocks.agents.baselines import StopAgent
@@ -869,3 +819,25 @@ def test_the_shipped_networks_on_the_releases_pictures_name_them_and_beat_stop_t
     }
     assert error["release"] < evaluate(StopAgent(), examples, progress=False)["mean_error"] - 0.3
     assert error["release"] < error["flat"] - 0.3  # the picture matters, so the recorded one must be drawn
+
+
+def test_every_shipped_file_loads_is_a_row_of_the_checkpoints_readme_and_the_tree_stays_small():
+    """checkpoints/: one file per results row (at most 25), each loading with no other argument, each named on
+    one short row of checkpoints/README.md; a command naming a file that moved is told where it went."""
+    from blocks.errors import CheckpointError
+    from blocks.learn.load import load_learner
+    from blocks.model.checkpoint import load_file
+
+    files = sorted(p.relative_to(SHIPPED).as_posix() for p in SHIPPED.rglob("*.ckpt"))
+    assert 0 < len(files) <= 25 and {f.split("/")[0] for f in files} == {"paper", "ours"}
+    readme = (SHIPPED / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| `")]
+    assert all(len(line) <= 200 for line in readme.splitlines() if line.startswith("|"))
+    assert sorted(line.split("`")[1] for line in rows) == files  # one row per file, and no row without one
+    for name in files:
+        learner = load_learner(str(SHIPPED / name))
+        assert not learner.training and load_file(SHIPPED / name)["state_dict"]
+    with pytest.raises(CheckpointError, match="moved to checkpoints/paper/approach.ckpt"):
+        load_file("checkpoints/paper/approach_onpolicy_seed42.ckpt")
+    with pytest.raises(CheckpointError, match="git checkout c6dd7ce -- checkpoints/bandit_ensemble/a.ckpt"):
+        load_file("checkpoints/bandit_ensemble/a.ckpt")

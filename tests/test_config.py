@@ -178,8 +178,10 @@ def test_ckpt_path_last_resumes_this_run_folder_and_refuses_when_it_has_no_check
     folder.mkdir()
     torch.save({"global_step": 8}, folder / "last.ckpt")
     assert resume_path(cfg) == resume_path(auto) == str(folder / "last.ckpt")
-    shared = composed("model=bandit", "pretrain.checkpoint=checkpoints/supervised.ckpt")
-    assert supervised_start(shared, []) == "checkpoints/supervised.ckpt"  # no pretraining: the shared start
+    shared = composed("model=bandit", "pretrain.checkpoint=checkpoints/paper/supervised_start.ckpt")
+    assert (
+        supervised_start(shared, []) == "checkpoints/paper/supervised_start.ckpt"
+    )  # no pretraining: the shared start
     assert supervised_start(composed("model=bandit", "data.demonstration_fraction=0"), []) is None
     with pytest.raises(CheckpointError, match="pretrain.checkpoint"):
         check_config(composed("model=bandit", "pretrain.checkpoint=missing.ckpt"))
@@ -395,7 +397,9 @@ def test_a_record_written_before_the_learn_split_names_the_classes_at_their_new_
             "note": "blocks.learn.data.RolloutDataModule",
         },
         "list": [{"_target_": "blocks.learn.goal.GoalDataModule"}],
-        "summary": {"_target_": "blocks.runs.sweep.SweepSummary"},  # before report/ took the tools (2026-12-07)
+        "summary": {
+            "_target_": "blocks.runs.sweep.SweepSummary"
+        },  # before report/ took the tools (2026-12-07)
     }
     new = current_targets(old)
     assert new["data"] == {"_target_": "blocks.data.rollouts.RolloutDataModule", "batch_size": 8}

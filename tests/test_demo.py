@@ -78,7 +78,7 @@ def test_read_and_plan_on_the_page_scores_as_eval_does(app):
     from blocks.agents.reader import ReadAndPlanAgent
 
     agent = ReadAndPlanAgent.from_checkpoints(
-        str(CHECKPOINTS / "board_reader.ckpt"), str(CHECKPOINTS / "goal_predictor.ckpt")
+        str(CHECKPOINTS / "ours" / "board_reader.ckpt"), str(CHECKPOINTS / "ours" / "goal_predictor.ckpt")
     )
     examples = app.examples[:3]
     expected = run_episodes(
@@ -120,16 +120,14 @@ def test_a_missing_checkpoint_is_named_and_the_rest_still_run(corpus_root, tmp_p
     listing = {a["name"]: a for a in app.agents()}
     assert not listing["read_and_plan"]["available"] and listing["stop"]["available"]
     assert "board_reader.ckpt" in listing["read_and_plan"]["missing"]
-    with pytest.raises(
-        DemoError, match="agent approach cannot run: .*approach_onpolicy_seed42.ckpt not found"
-    ):
+    with pytest.raises(DemoError, match="agent approach cannot run: .*paper/approach.ckpt not found"):
         app.run({"index": 0, "agent": "approach"})
     assert app.run({"index": 0, "agent": "stop"})["error"] > 0
 
 
 def test_a_checkpoint_that_is_not_one_is_a_message(corpus_root, tmp_path):
     (tmp_path / "paper").mkdir()
-    (tmp_path / "paper" / "supervised_seed1.ckpt").write_bytes(b"not a checkpoint")
+    (tmp_path / "paper" / "supervised_release_pictures.ckpt").write_bytes(b"not a checkpoint")
     with pytest.raises(DemoError, match="agent supervised cannot run: "):
         DemoApp(corpus_root, tmp_path).run({"index": 0, "agent": "supervised"})
 

@@ -43,8 +43,8 @@ def page(corpus_root):
 def eval_error(corpus_root: Path, tmp_path: Path, index: int) -> float:
     """What ``eval.py`` reports for example ``index`` of dev with the default agent (its episodes.csv)."""
     subprocess.run(
-        [sys.executable, "eval.py", "agent=read_and_plan", f"agent.reader={CHECKPOINTS / 'board_reader.ckpt'}",
-         f"agent.goal={CHECKPOINTS / 'goal_predictor.ckpt'}", "split=dev", f"limit={index + 1}", "progress=false",
+        [sys.executable, "eval.py", "agent=read_and_plan", f"agent.reader={CHECKPOINTS / 'ours' / 'board_reader.ckpt'}",
+         f"agent.goal={CHECKPOINTS / 'ours' / 'goal_predictor.ckpt'}", "split=dev", f"limit={index + 1}", "progress=false",
          f"hydra.run.dir={tmp_path / 'eval'}"],
         cwd=REPO, env={**os.environ, "BLOCKS_DATA": str(corpus_root)}, check=True, capture_output=True, text=True,
     )  # fmt: skip

@@ -124,7 +124,7 @@ def test_a_second_evaluation_into_a_busy_or_finished_folder_is_refused_and_the_f
     env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(tmp_path)}
     folder = tmp_path / "run"
     first = subprocess.Popen(
-        [sys.executable, "eval.py", "agent=policy", "ckpt_path=checkpoints/bandit.ckpt", "limit=400",
+        [sys.executable, "eval.py", "agent=policy", "ckpt_path=checkpoints/paper/approach.ckpt", "limit=400",
          "progress=false", f"hydra.run.dir={folder}"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -140,7 +140,7 @@ def test_a_second_evaluation_into_a_busy_or_finished_folder_is_refused_and_the_f
     assert f"another evaluation (process {first.pid}) is writing its results there" in second.stderr
     assert first.returncode == 0 and json.loads(out.strip().splitlines()[-1])["agent"] == "policy"
     overrides = (folder / ".hydra" / "overrides.yaml").read_text()
-    assert "ckpt_path=checkpoints/bandit.ckpt" in overrides and "seed=7" not in overrides
+    assert "ckpt_path=checkpoints/paper/approach.ckpt" in overrides and "seed=7" not in overrides
     assert not (folder / ".evaluating").exists()
     # One after the other: the first's figures stand, the second is refused and its command logged beside them.
     metrics = (folder / "metrics.json").read_text()

@@ -278,7 +278,7 @@ def test_the_shipped_reader_places_blocks_finer_than_its_cells_when_it_reads_shi
     from blocks.data.boards import board_batch, random_boards
     from blocks.model.checkpoint import load_reader
 
-    reader = load_reader("checkpoints/board_reader.ckpt")
+    reader = load_reader("checkpoints/ours/board_reader.ckpt")
     positions, present, logo = random_boards(np.random.default_rng(4), 24)
     digits = np.zeros_like(logo)  # drawn the same with or without the corpus
     batch = board_batch(renderer, positions, present, digits)

@@ -190,7 +190,7 @@ def test_a_time_limit_ends_the_first_epoch_and_keeps_a_checkpoint(corpus_root, t
     batches): a ``trainer.min_epochs`` would silently override it. The stop validates and saves ``last.ckpt``."""
     run = tmp_path / "run"
     run_train(
-        ["model=oracle", "model.init_checkpoint=checkpoints/distill.ckpt", "network.goal_head=true",
+        ["model=oracle", "network.goal_head=true",
          "experiment=smoke", "data.max_train_examples=256", "trainer.max_epochs=1", "+trainer.max_time=00:00:00:01",
          f"hydra.run.dir={run}"], tmp_path, corpus_root,
     )  # fmt: skip
@@ -379,10 +379,10 @@ def test_a_rerun_in_the_same_folder_starts_from_its_own_pretraining(corpus_root,
     assert out.returncode == 2 and "network.goal_head" in out.stderr
 
 
-def test_distillation_from_the_shipped_ensemble_members(corpus_root, tmp_path):
+def test_distillation_from_shipped_networks(corpus_root, tmp_path):
     """model=distill on a smoke run: the KL to the teachers is logged and the checkpoint acts without them."""
     run = tmp_path / "run"
-    teachers = "[checkpoints/bandit_ensemble/bandit_from_oracle_goal.ckpt,checkpoints/distill.ckpt]"
+    teachers = "[checkpoints/paper/approach.ckpt,checkpoints/paper/supervised_start.ckpt]"
     run_train(
         ["model=distill", "experiment=smoke", "trainer.max_epochs=1", f"model.teachers={teachers}",
          f"hydra.run.dir={run}"], tmp_path, corpus_root,

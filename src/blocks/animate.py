@@ -1,7 +1,7 @@
 """Write an animated GIF of an episode: every step's frame, the instruction as a caption, the final error.
 
-python -m blocks.animate agent=policy ckpt_path=checkpoints/bandit.ckpt split=dev index=0 [out=logs/gif/x.gif]
-python -m blocks.animate agent=goal ckpt_path=checkpoints/supervised_goal.ckpt split=dev index=0
+python -m blocks.animate agent=policy ckpt_path=checkpoints/paper/approach.ckpt split=dev index=0 [out=logs/gif/x.gif]
+python -m blocks.animate agent=goal ckpt_path=<a network trained with network.goal_head=true> split=dev index=0
 python -m blocks.animate agent=demonstrations split=dev index=3
 python -m blocks.animate agent=read_and_plan split=dev index=0   # + what it read (the shipped reader and goal
     network, as eval.py loads them; reader=<r.ckpt> goal=<g.ckpt> for others)
@@ -25,7 +25,7 @@ from blocks.errors import ConfigError
 DEFAULTS = {
     "agent": "policy", "ckpt_path": None, "split": "dev", "index": 0, "instruction": None, "out": None,
     "scale": 4, "ms_per_frame": 350, "data_root": None,
-    "reader": "checkpoints/board_reader.ckpt", "goal": "checkpoints/goal_predictor.ckpt",  # conf/agent/read_and_plan
+    "reader": "checkpoints/ours/board_reader.ckpt", "goal": "checkpoints/ours/goal_predictor.ckpt",  # conf/agent/read_and_plan
 }  # fmt: skip
 
 

@@ -14,7 +14,7 @@ import hydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from blocks.errors import CheckpointError, ConfigError
-from blocks.model.checkpoint import load_file, network_options
+from blocks.model.checkpoint import load_file, missing_file, network_options
 from blocks.render.factory import check_render, render_of
 
 
@@ -198,8 +198,7 @@ def check_config(cfg: DictConfig) -> None:
         *(("model.teachers", t) for t in teachers),
     ]:
         if path and not Path(path).is_file():
-            what = "a folder, not a checkpoint file" if Path(path).is_dir() else "no such checkpoint file"
-            raise CheckpointError(f"{key}={path}: {what}")
+            raise CheckpointError(f"{key}={path}: {missing_file(path)}")
         if (
             path
             and key in ("model.init_checkpoint", "pretrain.checkpoint", "ckpt_path")

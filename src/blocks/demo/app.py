@@ -66,16 +66,16 @@ def _policy(paths: list[Path]) -> Agent:
 AGENTS: dict[str, AgentSpec] = {
     "read_and_plan": AgentSpec(
         "Read and plan (ours): read the board, predict the goal, plan the path",
-        ("board_reader.ckpt", "goal_predictor.ckpt"),
+        ("ours/board_reader.ckpt", "ours/goal_predictor.ckpt"),
         _read_and_plan,
     ),
     "approach": AgentSpec(
         "The paper's approach (contextual bandit after supervised start)",
-        ("paper/approach_onpolicy_seed42.ckpt",),
+        ("paper/approach.ckpt",),
         _policy,
     ),
     "supervised": AgentSpec(
-        "SUPERVISED (the paper's imitation baseline)", ("paper/supervised_seed1.ckpt",), _policy
+        "SUPERVISED (the paper's imitation baseline)", ("paper/supervised_release_pictures.ckpt",), _policy
     ),
     "stop": AgentSpec("STOP (stops at once)", (), lambda _: StopAgent()),
     "random": AgentSpec("RANDOM (uniform moves until it samples STOP)", (), lambda _: RandomAgent()),

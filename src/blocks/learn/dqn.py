@@ -163,4 +163,10 @@ class DQNLearner(RolloutLearner):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         super().on_load_checkpoint(checkpoint)
+        # An exported file keeps only the acting network: the target starts as its copy, as after an epoch's sync.
+        weights = checkpoint["state_dict"]
+        if not any(k.startswith("target.") for k in weights):
+            weights.update(
+                {f"target.{k[len('policy.') :]}": v for k, v in weights.items() if k.startswith("policy.")}
+            )
         self.policy.epsilon = self.epsilon()

@@ -31,6 +31,66 @@ ARCHITECTURES: dict[str, type[PolicyNetwork]] = {"paper": PolicyNetwork, "spo": 
 RETIRED_NETWORK_OPTIONS = {"dropout": 0.0, "fusion": "concat", "coordinates": False}
 
 
+# The shipped files renamed or removed when checkpoints/ became one file per results row (2026-12-07): a command
+# or record naming the old path is told where the network went, or how to bring back one the tree no longer has.
+SHIPPED_BEFORE = "c6dd7ce"
+SHIPPED_MOVES: dict[str, str | None] = {
+    # removed first, so that a seed which was renamed (approach_onpolicy_seed42) maps to its new name
+    **dict.fromkeys(["bandit.ckpt", "supervised.ckpt", "spo.ckpt", "distill.ckpt", "bandit_ensemble/"]),
+    **dict.fromkeys(
+        f"paper/{row}_seed{seed}.ckpt"
+        for row in (
+            "supervised",
+            "approach",
+            "reinforce",
+            "dqn",
+            "approach_onpolicy",
+            "reinforce_onpolicy",
+            "dqn_release_world",
+        )
+        for seed in (42, 1, 2)
+    ),
+    "paper/supervised_release_render.ckpt": "paper/supervised_release_pictures.ckpt",
+    "paper/supervised_start_release_render.ckpt": "paper/supervised_start_release_pictures.ckpt",
+    "paper/approach_onpolicy_seed42.ckpt": "paper/approach.ckpt",
+    "paper/approach_release_render.ckpt": "paper/approach_release_pictures.ckpt",
+    "paper/reinforce_onpolicy_seed2.ckpt": "paper/reinforce.ckpt",
+    "paper/dqn_release_world_seed42.ckpt": "paper/dqn.ckpt",
+    "spo_release_world.ckpt": "paper/spo.ckpt",
+    "oracle_planner.ckpt": "paper/oracle_planner.ckpt",
+    **{
+        f"{name}.ckpt": f"ours/{name}.ckpt"
+        for name in (
+            "board_reader",
+            "goal_predictor",
+            "goal_predictor_minilm_seed1",
+            "goal_predictor_minilm_seed3",
+            "goal_predictor_minilm_seed4",
+            "goal_predictor_relabel",
+            "goal_predictor_seed5",
+            "goal_predictor_norelabel",
+        )
+    },
+}
+
+
+def missing_file(path: str | Path) -> str:
+    """Why ``path`` is not a checkpoint file, in a few words, naming the new home of a shipped file that moved."""
+    if Path(path).is_dir():
+        return "a folder, not a checkpoint file (name the .ckpt inside it)"
+    parts = Path(path).as_posix().split("checkpoints/", 1)
+    if len(parts) == 2:
+        for old, new in SHIPPED_MOVES.items():
+            if parts[1] == old or (old.endswith("/") and parts[1].startswith(old)):
+                if new is not None:
+                    return f"no such checkpoint file: moved to {parts[0]}checkpoints/{new} (checkpoints/README.md)"
+                return (
+                    "no such checkpoint file: a superseded or square-rule network, no longer shipped (its figures: "
+                    f"docs/results-archive.md; the file: git checkout {SHIPPED_BEFORE} -- checkpoints/{parts[1]})"
+                )
+    return "no such checkpoint file"
+
+
 def torch_file(path: str) -> bool:
     """Whether the file starts as torch.save writes it (a zip archive, or a pickle in the legacy format), so that
     random bytes or a text file are not refused as "holding objects other than plain data". An empty or cut-short
@@ -48,10 +108,8 @@ def load_file(path: str | Path, map_location: str | torch.device = "cpu", mmap: 
     containers; ours and Lightning's checkpoints hold nothing else). Unpickling a file may otherwise run any
     code it carries; such a file, a damaged one and a missing one each fail naming the file."""
     path = str(path)
-    if Path(path).is_dir():
-        raise CheckpointError(f"{path}: a folder, not a checkpoint file (name the .ckpt inside it)")
     if not Path(path).is_file():
-        raise CheckpointError(f"{path}: no such checkpoint file")
+        raise CheckpointError(f"{path}: {missing_file(path)}")
     if not torch_file(path):
         raise CheckpointError(
             f"{path}: not a checkpoint (torch writes a zip archive or a pickle; this is neither)"

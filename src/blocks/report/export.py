@@ -1,7 +1,7 @@
 """Slim a training checkpoint down to what inference needs: weights and hyperparameters (a few MB).
 
-    python -m blocks.report.export logs/train/runs/<run>/checkpoints/epoch_012.ckpt checkpoints/bandit.ckpt
-    python -m blocks.report.export --best logs/train/runs/<run> checkpoints/bandit.ckpt   # the tune-best one
+    python -m blocks.report.export logs/train/runs/<run>/checkpoints/epoch_012.ckpt my.ckpt
+    python -m blocks.report.export --best logs/train/runs/<run> my.ckpt   # the tune-best one
     python -m blocks.report.export --average 14 19 logs/train/runs/<run> out.ckpt   # the mean weights of epochs 14-19
 
 The result still loads with ``blocks.model.checkpoint.load_policy(path)``, ``load_learner(path)`` and

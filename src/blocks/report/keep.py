@@ -8,7 +8,7 @@ seeds report read (``final_eval.json``, ``episodes.csv``, the CSV log, the Hydra
 
     python -m blocks.report.keep logs/figure4/fraction=0.125,seed=42 docs/runs/figure4/fraction=0.125,seed=42
     python -m blocks.report.keep logs/reinforce_seed1 docs/runs/reinforce/seed=1 \\
-        --checkpoint checkpoints/paper/reinforce_seed1.ckpt
+        --checkpoint checkpoints/paper/reinforce.ckpt
 
 Training checkpoints, the optimizer's state and the supervised start's folder are left behind.
 """
