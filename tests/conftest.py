@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -57,3 +59,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "corpus_root" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.corpus)
+
+
+@pytest.fixture(scope="session")
+def checkpoint(corpus_root, tmp_path_factory) -> Path:
+    """A supervised policy trained for one epoch on 16 examples."""
+    root = tmp_path_factory.mktemp("train")
+    run = root / "run"
+    env = {**os.environ, "BLOCKS_DATA": str(corpus_root), "PROJECT_ROOT": str(root)}
+    subprocess.run(
+        [sys.executable, "train.py", "model=supervised", "experiment=smoke", "trainer.max_epochs=1", f"hydra.run.dir={run}"],
+        cwd=REPO, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    return run / "checkpoints" / "last.ckpt"
+
+
+def load_script(name: str):
+    """A module of scripts/, imported from its file (scripts/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module

@@ -18,7 +18,7 @@ from blocks.render.release import View
 from blocks.tensor_world import HostRenderer, device_renderer
 from blocks.world.geometry import MAX_BLOCKS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENE = REPO.parent / "shared" / "data" / "release-scene"
 
 

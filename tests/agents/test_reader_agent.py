@@ -17,6 +17,8 @@ from blocks.world.task import Task
 from blocks.world.transitions import pad_boards
 from blocks.world.vector_env import VectorBlocksEnv
 
+from ..conftest import load_script
+
 WORDS = ["<pad>", "<unk>", "move"]
 
 
@@ -235,10 +237,9 @@ def test_stage_errors_splits_the_agents_error_by_how_each_episode_went(corpus_ro
     grid point nearest the goal, the parts add up to the agent's mean, and no episode stops at once, fails a move
     or moves another block."""
     from blocks.corpus.loader import load_split
-    from tests.test_checkpoints_and_tools import _script
 
     examples = load_split("dev", corpus_root)[:24]
-    script = _script("stage_errors")
+    script = load_script("stage_errors")
     goals = np.stack([x.task.goal[moved_block(x.task)] for x in examples]) / BLOCK_SIDE
     grid = script.move_grid(goals, np.ones(24, bool), np.zeros(24), examples)
     assert (grid["nearest_point"] == grid["exact_goal"]).all() and (
@@ -338,12 +339,10 @@ def test_axis_references_start_as_one_softmax_and_learn_a_column_and_a_row_from_
 
 
 def test_stage_errors_splits_the_goal_error_by_size_and_by_the_instructions_words():
-    from tests.test_checkpoints_and_tools import _script
-
     texts = ["move it in line with the sri block", "slide the 6 block 2 spaces up", "put it between a and b",
              "move the 6 block to the top left corner"]  # fmt: skip
     error, found = np.array([0.2, 3.0, 1.5, 8.0]), np.array([True, True, True, False])
-    record = _script("stage_errors").error_by_kind(error, found, texts)
+    record = load_script("stage_errors").error_by_kind(error, found, texts)
     sizes = record["by_size"]
     assert sizes["wrong_block"] == {"share": 0.25, "of_mean": 2.0}
     assert sizes["0-0.5"]["of_mean"] == 0.05 and sizes["2-5"]["of_mean"] == 0.75

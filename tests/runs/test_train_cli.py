@@ -18,7 +18,7 @@ from blocks.agents.policy import PolicyAgent
 from blocks.learn import load_learner
 from blocks.report.export import best_checkpoint, validations
 
-from .conftest import REPO
+from ..conftest import REPO
 
 pytestmark = pytest.mark.slow  # every test here runs train.py or eval.py in a subprocess
 

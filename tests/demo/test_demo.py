@@ -24,7 +24,7 @@ from blocks.evaluate import run_episodes
 from blocks.render.renderer import Renderer
 from blocks.world.geometry import STOP
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHECKPOINTS = REPO / "checkpoints"
 
 

@@ -14,7 +14,7 @@ from blocks.demo.app import DemoApp
 from blocks.demo.browser import CHROMEDRIVER, CHROMIUM, chromium
 from blocks.demo.server import DemoServer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHECKPOINTS = REPO / "checkpoints"
 INDEX = 3  # the board the test plays
 
