@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+import pytorch_lightning as pl
 import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
@@ -127,6 +128,31 @@ def test_the_supervised_start_gets_its_clipping_and_the_demonstration_fraction(c
     # every setting the two data modules share arrives (the picture, the route, the seed...), none of the bandit's
     assert (data.render, data.demonstration_route, data.seed) == ("release", "release", 5)
     assert data.batch_size == cfg.pretrain.batch_size and not hasattr(data, "episodes_per_update")
+
+
+def test_the_supervised_start_logs_and_calls_back_as_the_run_it_starts(corpus_root, tmp_path):
+    """conf/pretrain/: the start is trained with the run's own loggers (here CSV and TensorBoard) and callbacks
+    (the wall clock included), under ``pretrain/``, keeping its own checkpoint file; pretrain=none has no start.
+    A second logger stands for the user's (TensorBoard needs an extra)."""
+    from blocks.runs.callbacks import GracefulStop, ProgressBar, WallClock
+    from blocks.runs.pretrain import wants_supervised_start
+
+    second = ["+logger.second._target_=pytorch_lightning.loggers.CSVLogger", "+logger.second.name=second",
+              "+logger.second.save_dir=${paths.output_dir}"]  # fmt: skip
+    cfg = composed("model=bandit", "experiment=smoke", *second, f"data.root={corpus_root}")
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(tmp_path)
+    _, _, trainer, checkpoint = pretraining(cfg, ["<pad>", "<unk>"])
+    assert sorted(logger.name for logger in trainer.loggers) == ["csv", "second"]
+    assert all(Path(logger.save_dir) == tmp_path / "pretrain" for logger in trainer.loggers)
+    kinds = [type(c) for c in trainer.callbacks]
+    assert {ProgressBar, WallClock, GracefulStop} <= set(kinds)
+    assert [c for c in trainer.callbacks if isinstance(c, pl.callbacks.ModelCheckpoint)] == [checkpoint]
+    assert Path(checkpoint.dirpath) == tmp_path / "pretrain" / "checkpoints"
+    assert wants_supervised_start(cfg)
+    for none in (("model=bandit", "pretrain=none"), ("model=spo",), ("experiment=paper_dqn",),
+                 ("experiment=ablations", "ablation=no_sup_init"), ("model=bandit", "data.demonstration_fraction=0")):  # fmt: skip
+        assert not wants_supervised_start(composed(*none))
 
 
 LATER_STAGES = ["oracle_goal", "bandit_member", "distill"]

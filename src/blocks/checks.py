@@ -188,7 +188,7 @@ def check_config(cfg: DictConfig) -> None:
     if not getattr(learner, "supervised_start", True) and cfg.pretrain.epochs > 0:
         raise ConfigError(
             f"model={chosen_option('model') or learner.__name__} learns from scratch (it imitates the demonstrations "
-            f"itself): set pretrain.epochs=0, not {cfg.pretrain.epochs}"
+            f"itself): pretrain=none, not {cfg.pretrain.epochs} supervised epochs"
         )
     teachers = OmegaConf.select(cfg, "model.teachers") or []
     for key, path in [

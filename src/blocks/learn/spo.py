@@ -46,7 +46,9 @@ from blocks.world.planner import moved_block
 
 class SPOLearner(RolloutLearner):
     kind = "spo"
-    supervised_start = False  # train.py: no SUPERVISED pretraining (the schedule imitates)
+    supervised_start = (
+        False  # its schedule imitates: conf/model/spo.yaml chooses pretrain=none, checks refuse one
+    )
 
     def __init__(
         self,

@@ -1,4 +1,5 @@
-"""The supervised start of a rollout learner: a shared checkpoint, or SUPERVISED trained in the run's ``pretrain/``."""
+"""The supervised start of a rollout learner (conf/pretrain/): a shared checkpoint, or SUPERVISED trained in the
+run's ``pretrain/`` folder with the run's trainer settings, loggers and callbacks."""
 
 from __future__ import annotations
 
@@ -16,6 +17,26 @@ from blocks.runs.resume import resume_path
 log = logging.getLogger(__name__)
 
 
+def _run_callbacks(cfg: DictConfig) -> list[Any]:
+    """The run's callbacks (conf/callbacks/), its checkpointing left out: the start keeps its own file."""
+    chosen = (cfg.get("callbacks") or {}).values()
+    return [
+        hydra.utils.instantiate(c)
+        for c in chosen
+        if c is not None and "_target_" in c and not c._target_.endswith(".ModelCheckpoint")
+    ]
+
+
+def _run_loggers(cfg: DictConfig, out: Path) -> list[Any]:
+    """The run's loggers (conf/logger/), each writing under the start's own folder."""
+    chosen = (cfg.get("logger") or {}).values()
+    return [
+        hydra.utils.instantiate(c, **({"save_dir": str(out)} if "save_dir" in c else {}))
+        for c in chosen
+        if c is not None and "_target_" in c
+    ]
+
+
 def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Trainer, Any]:
     """The supervised initialisation of a rollout learner, as (model, data, trainer, checkpoint callback):
     ``pretrain.epochs`` of SUPERVISED on the demonstrated training examples (``data.demonstration_fraction``),
@@ -23,7 +44,6 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
     from blocks.checks import accepted_keys
     from blocks.data.demonstrations import DemonstrationDataModule
     from blocks.learn.supervised import SupervisedLearner
-    from blocks.runs.callbacks import GracefulStop, ProgressBar
 
     out = Path(cfg.paths.output_dir) / "pretrain"
     # the corpus, picture and split settings the rollout learner's data shares with the demonstrations
@@ -53,11 +73,9 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
     )  # last.ckpt: where an interrupted pretraining resumes
     trainer = hydra.utils.instantiate(
         trainer_cfg,
-        callbacks=[
-            checkpoint, ProgressBar(refresh_rate=10), GracefulStop(), RunRecord(make_record(cfg))
-        ],
-        logger=pl.loggers.CSVLogger(str(out), name="csv"),
-    )  # fmt: skip
+        callbacks=[checkpoint, *_run_callbacks(cfg), RunRecord(make_record(cfg))],
+        logger=_run_loggers(cfg, out),
+    )
     return model, data, trainer, checkpoint
 
 
@@ -76,11 +94,23 @@ def pretrain_supervised(cfg: DictConfig, vocabulary: list[str]) -> str | None:
     return checkpoint.best_model_path or resume  # resumed after its end: nothing new written
 
 
+def starts_from_another_network(cfg: DictConfig, ckpt_path: str | None) -> bool:
+    """Whether the learner begins from another network's weights (``model.init_checkpoint``) and none is named,
+    on a fresh start: the fits :func:`supervised_start` decides for."""
+    return "init_checkpoint" in cfg.model and not cfg.model.init_checkpoint and not ckpt_path
+
+
+def wants_supervised_start(cfg: DictConfig) -> bool:
+    """The one rule for a supervised start: ``pretrain=supervised`` with epochs, and demonstrations to learn from
+    (the paper's 0 % has none). ``pretrain=none`` (w/o sup. init, DQN, SPO) has no epochs."""
+    return cfg.pretrain.epochs > 0 and cfg.data.get("demonstration_fraction", 1.0) != 0
+
+
 def supervised_start(cfg: DictConfig, vocabulary: list[str]) -> str | None:
-    """Where a rollout learner starts: ``pretrain.checkpoint`` (one start shared by a sweep's runs, unless
-    ``pretrain.shared=false``: a run whose network differs from it), else ``pretrain.epochs`` of SUPERVISED trained
-    here; None without epochs or demonstrations (the paper's 0 %)."""
-    if cfg.pretrain.epochs <= 0 or cfg.data.get("demonstration_fraction", 1.0) == 0:
+    """Where a learner that starts from another network starts: ``pretrain.checkpoint`` (one start shared by a
+    sweep's runs, unless ``pretrain.shared=false``: a run whose network differs from it), else
+    ``pretrain.epochs`` of SUPERVISED trained here; None when :func:`wants_supervised_start` says no."""
+    if not wants_supervised_start(cfg):
         return None
     shared = cfg.pretrain.get("checkpoint") if cfg.pretrain.get("shared", True) else None
     return shared or pretrain_supervised(cfg, vocabulary)

@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from blocks.checks import accepted_keys, check_config
 from blocks.engine import tune_process
 from blocks.runs.final_eval import final_evaluation
-from blocks.runs.pretrain import supervised_start
+from blocks.runs.pretrain import starts_from_another_network, supervised_start
 from blocks.runs.record import RunRecord, make_record, restore_hydra_record, resumed_config
 from blocks.runs.resume import finished_record, resume_path, stopped_pretraining
 
@@ -74,9 +74,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     extra: dict[str, Any] = {}
     if "vocabulary" in (accepted_keys(cfg.model._target_) or ()):  # the learners that read instructions
         extra["vocabulary"] = datamodule.vocabulary.to_list()
-    if (
-        "init_checkpoint" in cfg.model and not cfg.model.init_checkpoint and not ckpt_path
-    ):  # a rollout learner
+    if starts_from_another_network(cfg, ckpt_path):
         extra["init_checkpoint"] = supervised_start(cfg, extra["vocabulary"])
         pl.seed_everything(cfg.seed, workers=True)
     model = hydra.utils.instantiate(cfg.model, **extra, _convert_="all")
