@@ -127,3 +127,22 @@ def test_the_relations_measured_on_the_training_split(corpus_root, tmp_path):
     made = Generator(relations, seed=0).examples([x.task for x in train[:300]], 40)
     out = draw_grid(made, tmp_path / "grid.png", corpus_root, columns=8)
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_goal_data_takes_generated_instructions_of_the_kinds_named(corpus_root):
+    """``data.generated_kinds=[compositional]``: every generated example is two counted moves; a kind the
+    generator does not write is one line naming the key; without the key the mix is the generator's."""
+    from blocks.data.goals import GoalDataModule
+    from blocks.errors import ConfigError
+
+    data = GoalDataModule(root=str(corpus_root), generated=24, generated_kinds=["compositional"],
+                          max_train_examples=64, seed=3)  # fmt: skip
+    made = data.train_examples[64:]
+    assert len(made) == 24 and all(" space" in x.instruction for x in made)
+    mixed = GoalDataModule(root=str(corpus_root), generated=24, max_train_examples=64, seed=3).train_examples[
+        64:
+    ]
+    assert sum(" space" in x.instruction for x in mixed) < 24
+    for wrong in (["between"], []):
+        with pytest.raises(ConfigError, match="data.generated_kinds="):
+            GoalDataModule(root=str(corpus_root), generated=24, generated_kinds=wrong)

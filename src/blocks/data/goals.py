@@ -42,14 +42,29 @@ def goal_batch(examples: list[Example], token_ids: list[list[int]]) -> dict[str,
 class GoalDataModule(BlocksDataModule):
     """Batches of corpus examples for :class:`GoalLearner`: training examples shuffled, the tuning split in order."""
 
-    def __init__(self, batch_size: int = 64, generated: int = 0, **kwargs: Any):
+    def __init__(
+        self,
+        batch_size: int = 64,
+        generated: int = 0,
+        generated_kinds: Sequence[str] | None = None,
+        **kwargs: Any,
+    ):
         """``generated``: that many generated instructions (:mod:`blocks.data.generate`, on the training boards,
-        drawn with the seed) join the training examples; the tuning split stays the corpus's own."""
+        drawn with the seed) join the training examples, of ``generated_kinds`` in equal shares (default: the
+        generator's mix); the tuning split stays the corpus's own."""
+        from blocks.data.generate import KINDS
+
         super().__init__(**kwargs)
         self.batch_size = batch_size
         if isinstance(generated, bool) or not isinstance(generated, int) or generated < 0:
             raise ConfigError(f"data.generated={generated!r}: must be an integer >= 0")
         self.generated = generated
+        unknown = [k for k in generated_kinds or () if k not in KINDS]
+        if unknown or (generated_kinds is not None and not generated_kinds):
+            raise ConfigError(
+                f"data.generated_kinds={list(generated_kinds or [])}: a list of {', '.join(KINDS)}"
+            )
+        self.generated_shares = dict.fromkeys(generated_kinds, 1.0) if generated_kinds else None
 
     @cached_property
     def train_examples(self) -> list[Example]:
@@ -61,7 +76,9 @@ class GoalDataModule(BlocksDataModule):
 
         # the relations and phrases of the whole training split, whatever subset is trained on
         relations = measure(load_split("train", self.root, exclude_tune=True))
-        made = Generator(relations, self.seed).examples([x.task for x in examples], self.generated)
+        made = Generator(relations, self.seed).examples(
+            [x.task for x in examples], self.generated, self.generated_shares
+        )
         log.info("%d generated instructions join %d training examples (%s)", len(made), len(examples),
                  ", ".join(f"{k} {v}" for k, v in vars(relations).items() if k not in ("phrases", "measured_on")))  # fmt: skip
         return [*examples, *made]
