@@ -146,3 +146,22 @@ def test_the_goal_data_takes_generated_instructions_of_the_kinds_named(corpus_ro
     for wrong in (["between"], []):
         with pytest.raises(ConfigError, match="data.generated_kinds="):
             GoalDataModule(root=str(corpus_root), generated=24, generated_kinds=wrong)
+
+
+def test_generated_instructions_alone_are_a_first_stage(corpus_root):
+    """``data.generated_only``: the training examples are the generated ones (drawn on the corpus's boards), the
+    tuning split the corpus's; without ``data.generated`` it is one line."""
+    from blocks.data.goals import GoalDataModule
+    from blocks.errors import ConfigError
+
+    data = GoalDataModule(
+        root=str(corpus_root), generated=30, generated_only=True, max_train_examples=64, seed=3
+    )
+    corpus = {
+        x.instruction
+        for x in GoalDataModule(root=str(corpus_root), max_train_examples=64, seed=3).train_examples
+    }
+    assert len(data.train_examples) == 30 and not corpus & {x.instruction for x in data.train_examples}
+    assert data.train_ids and len(data.train_ids) == 30
+    with pytest.raises(ConfigError, match="data.generated_only=true"):
+        GoalDataModule(root=str(corpus_root), generated_only=True)

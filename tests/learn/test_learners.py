@@ -421,3 +421,25 @@ def test_every_update_learns_from_episodes_its_own_weights_sampled(corpus_root, 
     with pytest.raises(ConfigError, match="episodes its own weights sampled"):
         pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                    limit_val_batches=0).fit(BanditLearner(stale.vocabulary.to_list()), stale)  # fmt: skip
+
+
+def test_a_goal_network_starts_from_another_of_its_shape_and_vocabulary(tmp_path):
+    """``model.init_checkpoint`` for the goal network (stage 2 after generated instructions): the weights are the
+    checkpoint's; another vocabulary or another shape is one line naming the key."""
+    from blocks.learn.goal import GoalLearner
+
+    words = ["<pad>", "<unk>", "move", "block", "left", "of"]
+    torch.manual_seed(0)
+    first = GoalLearner(words, word_dim=8, dim=16, heads=2, layers=1)
+    path = tmp_path / "first.ckpt"
+    torch.save({"hyper_parameters": dict(first.hparams), "state_dict": first.state_dict()}, path)
+    torch.manual_seed(1)
+    second = GoalLearner(words, word_dim=8, dim=16, heads=2, layers=1, init_checkpoint=str(path))
+    fresh = GoalLearner(words, word_dim=8, dim=16, heads=2, layers=1)
+    ours, theirs = second.predictor.state_dict(), first.predictor.state_dict()
+    assert all(torch.equal(ours[k], theirs[k]) for k in theirs)
+    assert not all(torch.equal(fresh.predictor.state_dict()[k], theirs[k]) for k in theirs)
+    with pytest.raises(ConfigError, match="model.init_checkpoint=.*another vocabulary"):
+        GoalLearner([*words, "right"], word_dim=8, dim=16, heads=2, layers=1, init_checkpoint=str(path))
+    with pytest.raises(ConfigError, match="model.init_checkpoint=.*another shape"):
+        GoalLearner(words, word_dim=8, dim=32, heads=2, layers=1, init_checkpoint=str(path))

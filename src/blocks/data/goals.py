@@ -47,11 +47,13 @@ class GoalDataModule(BlocksDataModule):
         batch_size: int = 64,
         generated: int = 0,
         generated_kinds: Sequence[str] | None = None,
+        generated_only: bool = False,
         **kwargs: Any,
     ):
         """``generated``: that many generated instructions (:mod:`blocks.data.generate`, on the training boards,
         drawn with the seed) join the training examples, of ``generated_kinds`` in equal shares (default: the
-        generator's mix); the tuning split stays the corpus's own."""
+        generator's mix), or replace them (``generated_only``: a first stage before the corpus); the tuning split
+        stays the corpus's own."""
         from blocks.data.generate import KINDS
 
         super().__init__(**kwargs)
@@ -65,6 +67,11 @@ class GoalDataModule(BlocksDataModule):
                 f"data.generated_kinds={list(generated_kinds or [])}: a list of {', '.join(KINDS)}"
             )
         self.generated_shares = dict.fromkeys(generated_kinds, 1.0) if generated_kinds else None
+        if generated_only and not generated:
+            raise ConfigError(
+                "data.generated_only=true trains on generated instructions alone: set data.generated"
+            )
+        self.generated_only = generated_only
 
     @cached_property
     def train_examples(self) -> list[Example]:
@@ -81,7 +88,7 @@ class GoalDataModule(BlocksDataModule):
         )
         log.info("%d generated instructions join %d training examples (%s)", len(made), len(examples),
                  ", ".join(f"{k} {v}" for k, v in vars(relations).items() if k not in ("phrases", "measured_on")))  # fmt: skip
-        return [*examples, *made]
+        return made if self.generated_only else [*examples, *made]
 
     @cached_property
     def train_ids(self) -> list[list[int]]:

@@ -59,7 +59,10 @@ class GoalLearner(pl.LightningModule):
         relabel: float = 0.0,
         axis_references: bool = False,
         text_encoder: str | None = None,
+        init_checkpoint: str | None = None,
     ):
+        """``init_checkpoint``: a goal network of the same shape and vocabulary to start from (a network first
+        trained on generated instructions, then on the corpus: docs/experiments/generated-instructions.md)."""
         super().__init__()
         lr = positive_number(lr, "model.lr")
         if (
@@ -76,8 +79,24 @@ class GoalLearner(pl.LightningModule):
         self.predictor = GoalPredictor(
             len(vocabulary), word_dim, dim, heads, layers, dropout, axis_references, text_encoder, vocabulary
         )
+        if init_checkpoint:
+            self._start_from(init_checkpoint, list(vocabulary))
         self.label_words = LabelWords(vocabulary) if relabel else None
         self.found, self.errors, self.forced = CatMetric(), CatMetric(), CatMetric()
+
+    def _start_from(self, path: str, vocabulary: list[str]) -> None:
+        from blocks.model.checkpoint import load_goal_predictor
+
+        start, words = load_goal_predictor(path)
+        if words != vocabulary:
+            raise ConfigError(f"model.init_checkpoint={path}: a goal network of another vocabulary")
+        try:
+            self.predictor.load_state_dict(start.state_dict())
+        except RuntimeError as error:
+            first = str(error).splitlines()[1].strip() if "\n" in str(error) else str(error)
+            raise ConfigError(
+                f"model.init_checkpoint={path}: a goal network of another shape ({first})"
+            ) from None
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
