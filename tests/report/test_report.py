@@ -378,3 +378,28 @@ def test_export_names_what_is_missing_in_one_line(tmp_path, capsys):
             main(argv)
         assert exit_.value.code == 2 and capsys.readouterr().err.startswith(f"error: {message}")
     assert not (tmp_path / "a.ckpt").exists()
+
+
+def test_an_early_stop_replayed_on_a_finished_curve_keeps_the_best_so_far(tmp_path, capsys):
+    """``blocks.report.early_stop``: patience 3 stops after three validations without a new best and keeps the
+    best before them; a later, better validation is what it loses. A run without tuning errors is one line."""
+    from blocks.errors import UsageError
+    from blocks.report.early_stop import main, replay, stopped, tuning_curve
+
+    run = tmp_path / "run" / "csv" / "version_0"
+    run.mkdir(parents=True)
+    errors = [5.0, 4.0, 3.0, 3.5, 3.6, 3.7, 2.9]
+    (run / "metrics.csv").write_text("epoch,step,val/mean_error,train/loss\n" + "".join(
+        f"0,{10 * i},{e},\n0,{10 * i + 5},,1.0\n" for i, e in enumerate(errors)))  # fmt: skip
+    curve = tuning_curve(tmp_path / "run")
+    assert curve.tolist() == errors
+    assert stopped(curve, 3) == (2, 6) and stopped(curve, 4) == (6, 7)
+    r = replay({"run": curve}, 3)
+    assert (r["same_pick"], r["validations"], r["of"]) == (0, 6, 7) and r["worst_rise"] == pytest.approx(0.1)
+    main([str(tmp_path / "run"), "--patience", "3", "4"])
+    out = capsys.readouterr().out
+    assert "| 3 | 0 of 1 | 6 of 7 | 0.10 |" in out and "| 4 | 1 of 1 | 7 of 7 | 0.00 |" in out
+    (tmp_path / "empty" / "csv" / "version_0").mkdir(parents=True)
+    (tmp_path / "empty" / "csv" / "version_0" / "metrics.csv").write_text("epoch,step,train/loss\n0,1,2.0\n")
+    with pytest.raises(UsageError, match="no validation on the tuning split"):
+        tuning_curve(tmp_path / "empty")
