@@ -46,9 +46,7 @@ from blocks.world.planner import moved_block
 
 class SPOLearner(RolloutLearner):
     kind = "spo"
-    supervised_start = (
-        False  # its schedule imitates: conf/model/spo.yaml chooses pretrain=none, checks refuse one
-    )
+    supervised_start = False  # its schedule imitates: model=spo chooses pretrain=none; checks refuse a start
 
     def __init__(
         self,

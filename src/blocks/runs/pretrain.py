@@ -17,23 +17,15 @@ from blocks.runs.resume import resume_path
 log = logging.getLogger(__name__)
 
 
-def _run_callbacks(cfg: DictConfig) -> list[Any]:
-    """The run's callbacks (conf/callbacks/), its checkpointing left out: the start keeps its own file."""
-    chosen = (cfg.get("callbacks") or {}).values()
+def instantiate_group(
+    group: DictConfig | None, leave_out: str | None = None, **where_taken: Any
+) -> list[Any]:
+    """Every entry of a config group with a ``_target_`` (the run's callbacks or loggers), built; the one whose
+    target ends with ``leave_out`` skipped, and each of ``where_taken`` given to the entries that have that key."""
     return [
-        hydra.utils.instantiate(c)
-        for c in chosen
-        if c is not None and "_target_" in c and not c._target_.endswith(".ModelCheckpoint")
-    ]
-
-
-def _run_loggers(cfg: DictConfig, out: Path) -> list[Any]:
-    """The run's loggers (conf/logger/), each writing under the start's own folder."""
-    chosen = (cfg.get("logger") or {}).values()
-    return [
-        hydra.utils.instantiate(c, **({"save_dir": str(out)} if "save_dir" in c else {}))
-        for c in chosen
-        if c is not None and "_target_" in c
+        hydra.utils.instantiate(c, **{k: v for k, v in where_taken.items() if k in c})
+        for c in (group or {}).values()
+        if c is not None and "_target_" in c and not (leave_out and c._target_.endswith(leave_out))
     ]
 
 
@@ -73,8 +65,13 @@ def pretraining(cfg: DictConfig, vocabulary: list[str]) -> tuple[Any, Any, pl.Tr
     )  # last.ckpt: where an interrupted pretraining resumes
     trainer = hydra.utils.instantiate(
         trainer_cfg,
-        callbacks=[checkpoint, *_run_callbacks(cfg), RunRecord(make_record(cfg))],
-        logger=_run_loggers(cfg, out),
+        # the run's own, less its checkpointing (the start keeps its own file), writing under pretrain/
+        callbacks=[
+            checkpoint,
+            *instantiate_group(cfg.get("callbacks"), ".ModelCheckpoint"),
+            RunRecord(make_record(cfg)),
+        ],
+        logger=instantiate_group(cfg.get("logger"), save_dir=str(out)),
     )
     return model, data, trainer, checkpoint
 

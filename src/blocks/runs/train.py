@@ -13,15 +13,11 @@ from omegaconf import DictConfig, OmegaConf
 from blocks.checks import accepted_keys, check_config
 from blocks.engine import tune_process
 from blocks.runs.final_eval import final_evaluation
-from blocks.runs.pretrain import starts_from_another_network, supervised_start
+from blocks.runs.pretrain import instantiate_group, starts_from_another_network, supervised_start
 from blocks.runs.record import RunRecord, make_record, restore_hydra_record, resumed_config
 from blocks.runs.resume import finished_record, resume_path, stopped_pretraining
 
 log = logging.getLogger(__name__)
-
-
-def _instantiate_all(group: DictConfig | None) -> list[Any]:
-    return [hydra.utils.instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]
 
 
 def name_checkpoints_by_step(cfg: DictConfig) -> None:
@@ -83,8 +79,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
 
     trainer: pl.Trainer = hydra.utils.instantiate(
         cfg.trainer,
-        callbacks=[*_instantiate_all(cfg.get("callbacks")), RunRecord(make_record(cfg))],
-        logger=_instantiate_all(cfg.get("logger")),
+        callbacks=[*instantiate_group(cfg.get("callbacks")), RunRecord(make_record(cfg))],
+        logger=instantiate_group(cfg.get("logger")),
     )
     trainer.fit(model, datamodule, ckpt_path=ckpt_path, weights_only=True)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
