@@ -69,7 +69,6 @@ TRAIN_INTEGERS: dict[str, tuple[int | None, bool]] = {
     "data.frames": (1, False),
     "data.horizon": (1, False),
     "data.batches_per_epoch": (1, False),
-    "data.generated": (0, False),
     "model.batch_size": (1, False),
     "model.episodes_per_update": (1, False),
     "model.memory_size": (1, False),
